@@ -1,0 +1,122 @@
+//! `cellcc._core`: the thin Python binding of the simulator.
+//!
+//! This crate only converts: scenario text in, plain Python dicts and lists out, and Rust
+//! errors mapped to the Python exceptions declared in `python/cellcc/_core.pyi`. Runs
+//! release the GIL and poll for Ctrl-C between batches of events.
+
+use std::path::Path;
+use std::time::Instant;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use cellcc_link::Trace;
+use cellcc_sim::{Scenario, ScenarioError, Simulation};
+
+create_exception!(_core, CellccError, PyException, "Base class of every error raised by the native core.");
+create_exception!(_core, ScenarioErrorPy, CellccError, "A scenario is invalid.");
+create_exception!(_core, TraceError, CellccError, "A trace file is invalid.");
+
+fn scenario_err(e: ScenarioError) -> PyErr {
+    ScenarioErrorPy::new_err(e.to_string())
+}
+
+fn to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
+    // One JSON round trip keeps this binding free of per-type conversion code.
+    let text = serde_json::to_string(v).map_err(|e| CellccError::new_err(e.to_string()))?;
+    Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
+}
+
+fn load(scenario: &str, base_dir: Option<&str>, source_name: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::parse(scenario, source_name, base_dir.map(Path::new))
+}
+
+/// Run one scenario given as TOML text (see `_core.pyi`).
+#[pyfunction]
+#[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>", seed=None))]
+fn simulate(
+    py: Python<'_>,
+    scenario: &str,
+    base_dir: Option<&str>,
+    source_name: &str,
+    seed: Option<u64>,
+) -> PyResult<Py<PyAny>> {
+    let mut sc = load(scenario, base_dir, source_name).map_err(scenario_err)?;
+    if let Some(s) = seed {
+        sc.seed = s;
+    }
+    let started = Instant::now();
+    let mut interrupted: Option<PyErr> = None;
+    let result = py.detach(|| {
+        Simulation::new(&sc).run(&mut |_fraction| {
+            let check = Python::attach(|py| py.check_signals());
+            match check {
+                Ok(()) => true,
+                Err(e) => {
+                    interrupted = Some(e);
+                    false
+                }
+            }
+        })
+    });
+    let out = match result {
+        Ok(out) => out,
+        Err(_) => return Err(interrupted.unwrap_or_else(|| PyKeyboardInterrupt::new_err("simulation cancelled"))),
+    };
+    let wall_s = started.elapsed().as_secs_f64();
+    let value = serde_json::json!({
+        "summary": out.summary,
+        "timeseries": out.timeseries,
+        "link": out.link,
+        "meta": {
+            "name": sc.name,
+            "seed": sc.seed,
+            "duration_s": sc.duration.as_secs_f64(),
+            "events": out.events,
+            "wall_s": wall_s,
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+    });
+    let dict = to_py(py, &value)?;
+    let d = dict.bind(py).cast::<PyDict>()?;
+    d.set_item("packet_log", out.packet_log)?;
+    Ok(dict)
+}
+
+/// Parse and check a scenario (including its traces) without running it.
+#[pyfunction]
+#[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>"))]
+fn validate_scenario(scenario: &str, base_dir: Option<&str>, source_name: &str) -> PyResult<()> {
+    load(scenario, base_dir, source_name).map(|_| ()).map_err(scenario_err)
+}
+
+/// Statistics of a Mahimahi trace.
+#[pyfunction]
+fn trace_info(py: Python<'_>, path: &str) -> PyResult<Py<PyAny>> {
+    let trace = Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
+    let stats = trace.stats();
+    let value = serde_json::to_value(&stats).map_err(|e| CellccError::new_err(e.to_string()))?;
+    to_py(py, &value)
+}
+
+/// Names of the congestion controls the simulator knows.
+#[pyfunction]
+fn schemes() -> Vec<&'static str> {
+    cellcc_sim::schemes::names()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("CellccError", py.get_type::<CellccError>())?;
+    m.add("ScenarioError", py.get_type::<ScenarioErrorPy>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! Deterministic discrete-event simulator for congestion control on cellular links.
+//!
+//! A run is a pure function `(Scenario, seed) → SimOutput`: [`scenario`] loads and checks
+//! a TOML scenario, [`sim`] runs the event loop over the links of `cellcc-link` and the
+//! TCP endpoints of [`tcp`] driving the algorithms of `cellcc-congestion`, and
+//! [`metrics`] reduces what happens to summaries and time series as it happens.
+
+pub mod metrics;
+pub mod packet;
+pub mod rng;
+// Wired in once the link crate and algorithms land:
+// pub mod scenario;
+// pub mod schemes;
+// pub mod sim;
+pub mod tcp;
+

@@ -1,0 +1,438 @@
+//! Streaming metrics (definitions in `docs/metrics.md`).
+//!
+//! Everything here is O(1) memory per packet: delays go into HDR histograms (three
+//! significant digits) plus exact sums for means; time series accumulate into one slot
+//! per bin. Only the optional mm-link packet log grows with the run.
+
+use std::fmt::Write as _;
+
+use cellcc_units::{Dur, Time};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Histogram range: 1 µs to one hour, in µs, 3 significant digits (≤ 0.1 % error).
+const HIST_MAX_US: u64 = 3_600_000_000;
+const HIST_SIGFIG: u8 = 3;
+/// Smoothing gain of the RFC 3550 §6.4.1 jitter estimator (the C2TCP papers' jitter).
+const RFC3550_GAIN: f64 = 1.0 / 16.0;
+
+/// Delay distribution: histogram for quantiles plus exact count/sum for the mean.
+#[derive(Clone)]
+pub struct DelayStats {
+    hist: Histogram<u64>,
+    sum_ns: u128,
+    count: u64,
+    min_ns: u64,
+}
+
+impl Default for DelayStats {
+    fn default() -> Self {
+        DelayStats {
+            hist: Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG).expect("static histogram bounds are valid"),
+            sum_ns: 0,
+            count: 0,
+            min_ns: u64::MAX,
+        }
+    }
+}
+
+impl DelayStats {
+    pub fn record(&mut self, d: Dur) {
+        let us = d.as_us().clamp(1, HIST_MAX_US);
+        // Cannot fail: the value is clamped into the histogram's range.
+        self.hist.record(us).expect("value clamped into range");
+        self.sum_ns += d.as_ns() as u128;
+        self.count += 1;
+        self.min_ns = self.min_ns.min(d.as_ns());
+    }
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    /// Mean in ms, `None` without samples.
+    pub fn mean_ms(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64 / 1e6)
+    }
+    /// Quantile `q` in ms (nearest-rank on the histogram), `None` without samples.
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        (self.count > 0).then(|| self.hist.value_at_quantile(q) as f64 / 1e3)
+    }
+    pub fn min_ms(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.min_ns as f64 / 1e6)
+    }
+}
+
+/// Per-bin accumulators of one flow.
+#[derive(Clone, Copy, Default)]
+struct Bin {
+    app_bytes: u64,
+    egress_bytes: u64,
+    owd_sum_ns: u128,
+    qdelay_sum_ns: u128,
+    packets: u64,
+    cwnd: Option<u32>,
+    ssthresh: Option<u32>,
+    pacing_bps: Option<u64>,
+    srtt_ns: Option<u64>,
+    inflight: Option<u32>,
+}
+
+/// Metrics of one flow (or of the aggregate).
+#[derive(Clone, Default)]
+pub struct FlowMetrics {
+    pub owd: DelayStats,
+    pub qdelay: DelayStats,
+    pub rtt: DelayStats,
+    last_owd_ns: Option<u64>,
+    jitter_sum_ns: u128,
+    jitter_count: u64,
+    rfc3550_j_ns: f64,
+    rfc3550_sum: f64,
+    /// Data bytes (IP length) the sender put on the wire, retransmissions included.
+    pub sent_ip_bytes: u64,
+    /// Data bytes (IP length) that left the bottleneck.
+    pub egress_ip_bytes: u64,
+    /// Charged bytes (IP length + framing) that left the bottleneck, for utilisation.
+    pub egress_charged_bytes: u64,
+    pub egress_packets: u64,
+    pub first_egress: Option<Time>,
+    pub last_egress: Time,
+    /// Payload bytes delivered in order to the receiving application.
+    pub app_bytes: u64,
+    /// When the last byte of a finite flow reached the application.
+    pub completed_at: Option<Time>,
+    pub drops_queue: u64,
+    pub drops_random: u64,
+    pub retransmits: u64,
+    pub rtos: u64,
+    bins: Vec<Bin>,
+}
+
+impl FlowMetrics {
+    fn bin(&mut self, t: Time, bin: Dur) -> &mut Bin {
+        let i = (t.as_ns() / bin.as_ns()) as usize;
+        if self.bins.len() <= i {
+            self.bins.resize(i + 1, Bin::default());
+        }
+        &mut self.bins[i]
+    }
+
+    /// A data packet left the bottleneck at `t`.
+    pub fn on_egress(&mut self, t: Time, ip_len: u32, charged: u32, owd: Dur, qdelay: Dur, bin: Dur) {
+        self.owd.record(owd);
+        self.qdelay.record(qdelay);
+        let d = owd.as_ns();
+        if let Some(prev) = self.last_owd_ns {
+            let diff = d.abs_diff(prev);
+            self.jitter_sum_ns += diff as u128;
+            self.jitter_count += 1;
+            // RFC 3550 §6.4.1: J += (|D| − J)/16.
+            self.rfc3550_j_ns += (diff as f64 - self.rfc3550_j_ns) * RFC3550_GAIN;
+            self.rfc3550_sum += self.rfc3550_j_ns;
+        }
+        self.last_owd_ns = Some(d);
+        self.egress_ip_bytes += ip_len as u64;
+        self.egress_charged_bytes += charged as u64;
+        self.egress_packets += 1;
+        self.first_egress.get_or_insert(t);
+        self.last_egress = t;
+        let b = self.bin(t, bin);
+        b.egress_bytes += ip_len as u64;
+        b.owd_sum_ns += owd.as_ns() as u128;
+        b.qdelay_sum_ns += qdelay.as_ns() as u128;
+        b.packets += 1;
+    }
+
+    /// Payload bytes reached the application at `t`.
+    pub fn on_app_delivered(&mut self, t: Time, bytes: u64, bin: Dur) {
+        self.app_bytes += bytes;
+        self.bin(t, bin).app_bytes += bytes;
+    }
+
+    /// Sender state sampled at the end of the bin containing `t - 1ns`.
+    pub fn sample(&mut self, t: Time, bin: Dur, s: &SenderSample) {
+        let b = self.bin(Time(t.as_ns().saturating_sub(1)), bin);
+        b.cwnd = Some(s.cwnd);
+        b.ssthresh = Some(s.ssthresh);
+        b.pacing_bps = Some(s.pacing_bps);
+        b.srtt_ns = Some(s.srtt.as_ns());
+        b.inflight = Some(s.inflight);
+    }
+
+    /// Data bytes (IP length) that left the bottleneck during bin `i`.
+    pub fn bin_egress_bytes(&self, i: usize) -> u64 {
+        self.bins.get(i).map_or(0, |b| b.egress_bytes)
+    }
+
+    /// Mean absolute difference of consecutive one-way delays, ms.
+    pub fn jitter_ms(&self) -> Option<f64> {
+        (self.jitter_count > 0).then(|| self.jitter_sum_ns as f64 / self.jitter_count as f64 / 1e6)
+    }
+    /// Time average of the RFC 3550 smoothed jitter, ms.
+    pub fn rfc3550_jitter_ms(&self) -> Option<f64> {
+        (self.jitter_count > 0).then(|| self.rfc3550_sum / self.jitter_count as f64 / 1e6)
+    }
+}
+
+/// Instantaneous sender state for time series.
+pub struct SenderSample {
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub pacing_bps: u64,
+    pub srtt: Dur,
+    pub inflight: u32,
+}
+
+/// One row of the summary table (see `docs/metrics.md`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    pub flow: i64,
+    pub scheme: String,
+    pub start_s: f64,
+    pub throughput_mbps: f64,
+    pub pantheon_throughput_mbps: Option<f64>,
+    pub app_bytes: u64,
+    pub completion_s: Option<f64>,
+    pub owd_mean_ms: Option<f64>,
+    pub owd_p50_ms: Option<f64>,
+    pub owd_p95_ms: Option<f64>,
+    pub owd_p99_ms: Option<f64>,
+    pub qdelay_mean_ms: Option<f64>,
+    pub qdelay_p50_ms: Option<f64>,
+    pub qdelay_p95_ms: Option<f64>,
+    pub qdelay_p99_ms: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub rfc3550_jitter_ms: Option<f64>,
+    pub rtt_mean_ms: Option<f64>,
+    pub rtt_p50_ms: Option<f64>,
+    pub rtt_p95_ms: Option<f64>,
+    pub rtt_min_ms: Option<f64>,
+    pub rtt_samples: u64,
+    pub drops: u64,
+    pub drops_queue: u64,
+    pub drops_random: u64,
+    pub retransmits: u64,
+    pub rtos: u64,
+    pub pantheon_loss_rate: Option<f64>,
+    pub utilisation: Option<f64>,
+    pub efficiency: Option<f64>,
+    pub power: Option<f64>,
+}
+
+impl FlowMetrics {
+    /// Summarise; `active` is the span the throughput is averaged over and `capacity`
+    /// the bottleneck's offered (charged) bytes over that span, for utilisation.
+    pub fn summary(&self, flow: i64, scheme: &str, start: Time, active: Dur, capacity_bytes: Option<u64>) -> SummaryRow {
+        let secs = active.as_secs_f64();
+        let throughput_mbps = if secs > 0.0 { self.app_bytes as f64 * 8.0 / secs / 1e6 } else { 0.0 };
+        let pantheon_throughput_mbps = self.first_egress.and_then(|first| {
+            let span = self.last_egress.saturating_since(first).as_secs_f64();
+            (span > 0.0).then(|| self.egress_ip_bytes as f64 * 8.0 / span / 1e6)
+        });
+        let rtt_mean = self.rtt.mean_ms();
+        let owd_mean = self.owd.mean_ms();
+        SummaryRow {
+            flow,
+            scheme: scheme.to_string(),
+            start_s: start.as_secs_f64(),
+            throughput_mbps,
+            pantheon_throughput_mbps,
+            app_bytes: self.app_bytes,
+            completion_s: self.completed_at.map(|t| t.saturating_since(start).as_secs_f64()),
+            owd_mean_ms: owd_mean,
+            owd_p50_ms: self.owd.quantile_ms(0.5),
+            owd_p95_ms: self.owd.quantile_ms(0.95),
+            owd_p99_ms: self.owd.quantile_ms(0.99),
+            qdelay_mean_ms: self.qdelay.mean_ms(),
+            qdelay_p50_ms: self.qdelay.quantile_ms(0.5),
+            qdelay_p95_ms: self.qdelay.quantile_ms(0.95),
+            qdelay_p99_ms: self.qdelay.quantile_ms(0.99),
+            jitter_ms: self.jitter_ms(),
+            rfc3550_jitter_ms: self.rfc3550_jitter_ms(),
+            rtt_mean_ms: rtt_mean,
+            rtt_p50_ms: self.rtt.quantile_ms(0.5),
+            rtt_p95_ms: self.rtt.quantile_ms(0.95),
+            rtt_min_ms: self.rtt.min_ms(),
+            rtt_samples: self.rtt.count(),
+            drops: self.drops_queue + self.drops_random,
+            drops_queue: self.drops_queue,
+            drops_random: self.drops_random,
+            retransmits: self.retransmits,
+            rtos: self.rtos,
+            pantheon_loss_rate: (self.sent_ip_bytes > 0)
+                .then(|| 1.0 - self.egress_ip_bytes as f64 / self.sent_ip_bytes as f64),
+            utilisation: capacity_bytes
+                .filter(|&c| c > 0)
+                .map(|c| self.egress_charged_bytes as f64 / c as f64),
+            // César: throughput (Mbit/s) per ms of RTT.
+            efficiency: rtt_mean.filter(|&r| r > 0.0).map(|r| throughput_mbps / r),
+            // Kleinrock's power: throughput (Mbit/s) over mean one-way delay (s).
+            power: owd_mean.filter(|&d| d > 0.0).map(|d| throughput_mbps / (d / 1e3)),
+        }
+    }
+}
+
+/// Columnar time series: one row per (flow, bin); flow −1 rows carry the link.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct TimeSeries {
+    pub flow: Vec<i64>,
+    pub t_s: Vec<f64>,
+    pub throughput_mbps: Vec<Option<f64>>,
+    pub egress_mbps: Vec<Option<f64>>,
+    pub owd_ms: Vec<Option<f64>>,
+    pub qdelay_ms: Vec<Option<f64>>,
+    pub cwnd: Vec<Option<u32>>,
+    pub ssthresh: Vec<Option<u32>>,
+    pub pacing_mbps: Vec<Option<f64>>,
+    pub srtt_ms: Vec<Option<f64>>,
+    pub inflight: Vec<Option<u32>>,
+    pub capacity_mbps: Vec<Option<f64>>,
+    pub queue_packets: Vec<Option<u64>>,
+    pub queue_bytes: Vec<Option<u64>>,
+}
+
+impl TimeSeries {
+    /// Append the bins of one flow, from the bin containing `from` to `bins` bins.
+    pub fn push_flow(&mut self, flow: i64, m: &FlowMetrics, bin: Dur, from_bin: usize, bins: usize) {
+        let secs = bin.as_secs_f64();
+        for i in from_bin..bins {
+            let b = m.bins.get(i).copied().unwrap_or_default();
+            self.flow.push(flow);
+            self.t_s.push(i as f64 * secs);
+            self.throughput_mbps.push(Some(b.app_bytes as f64 * 8.0 / secs / 1e6));
+            self.egress_mbps.push(Some(b.egress_bytes as f64 * 8.0 / secs / 1e6));
+            let mean = |sum: u128| (b.packets > 0).then(|| sum as f64 / b.packets as f64 / 1e6);
+            self.owd_ms.push(mean(b.owd_sum_ns));
+            self.qdelay_ms.push(mean(b.qdelay_sum_ns));
+            self.cwnd.push(b.cwnd);
+            self.ssthresh.push(b.ssthresh.filter(|&s| s < cellcc_congestion::INFINITE_SSTHRESH));
+            self.pacing_mbps.push(b.pacing_bps.map(|r| r as f64 * 8.0 / 1e6));
+            self.srtt_ms.push(b.srtt_ns.filter(|&s| s > 0).map(|s| s as f64 / 1e6));
+            self.inflight.push(b.inflight);
+            self.capacity_mbps.push(None);
+            self.queue_packets.push(None);
+            self.queue_bytes.push(None);
+        }
+    }
+
+    /// Append one link row (flow −1).
+    pub fn push_link(&mut self, t_s: f64, egress_mbps: f64, capacity_mbps: Option<f64>, queue: (u64, u64)) {
+        self.flow.push(-1);
+        self.t_s.push(t_s);
+        self.throughput_mbps.push(None);
+        self.egress_mbps.push(Some(egress_mbps));
+        self.owd_ms.push(None);
+        self.qdelay_ms.push(None);
+        self.cwnd.push(None);
+        self.ssthresh.push(None);
+        self.pacing_mbps.push(None);
+        self.srtt_ms.push(None);
+        self.inflight.push(None);
+        self.capacity_mbps.push(capacity_mbps);
+        self.queue_packets.push(Some(queue.0));
+        self.queue_bytes.push(Some(queue.1));
+    }
+
+    pub fn len(&self) -> usize {
+        self.flow.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.flow.is_empty()
+    }
+}
+
+/// Per-packet log of one link in `mm-link --*-log` format, so Mahimahi's analysis
+/// scripts (`mm-throughput-graph`, `mm-delay-graph`) read it. Sizes are charged bytes
+/// (IP length + 4, as Mahimahi logs them); times are whole ms.
+#[derive(Debug, Default)]
+pub struct PacketLog {
+    text: String,
+    opportunities: Vec<u64>,
+    next_opportunity: usize,
+    opportunity_bytes: u32,
+}
+
+impl PacketLog {
+    /// `opportunities` are the link's delivery-opportunity times (ms) in the logged
+    /// span, each of `opportunity_bytes`; empty for a constant-rate link.
+    pub fn new(queue: &str, opportunities: Vec<u64>, opportunity_bytes: u32) -> Self {
+        let mut text = String::new();
+        let _ = writeln!(text, "# mm-link (cellcc) [downlink]");
+        let _ = writeln!(text, "# queue: {queue}");
+        let _ = writeln!(text, "# init timestamp: 0");
+        let _ = writeln!(text, "# base timestamp: 0");
+        PacketLog { text, opportunities, next_opportunity: 0, opportunity_bytes }
+    }
+
+    fn catch_up(&mut self, t_ms: u64) {
+        while let Some(&o) = self.opportunities.get(self.next_opportunity) {
+            if o > t_ms {
+                break;
+            }
+            let _ = writeln!(self.text, "{o} # {}", self.opportunity_bytes);
+            self.next_opportunity += 1;
+        }
+    }
+
+    pub fn arrival(&mut self, t: Time, size: u32) {
+        self.catch_up(t.as_ms());
+        let _ = writeln!(self.text, "{} + {size}", t.as_ms());
+    }
+
+    pub fn departure(&mut self, t: Time, size: u32, delay: Dur) {
+        self.catch_up(t.as_ms());
+        let _ = writeln!(self.text, "{} - {size} {}", t.as_ms(), delay.as_ms());
+    }
+
+    pub fn drop(&mut self, t: Time, size: u32) {
+        self.catch_up(t.as_ms());
+        let _ = writeln!(self.text, "{} d 1 {size}", t.as_ms());
+    }
+
+    /// Finish the log at `end`, writing the remaining opportunities.
+    pub fn finish(mut self, end: Time) -> String {
+        self.catch_up(end.as_ms().saturating_sub(1));
+        self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_stats_mean_exact_and_quantiles_within_hdr_precision() {
+        let mut s = DelayStats::default();
+        for ms in 1..=100u64 {
+            s.record(Dur::from_ms(ms));
+        }
+        assert_eq!(s.mean_ms(), Some(50.5));
+        let p95 = s.quantile_ms(0.95).unwrap();
+        assert!((p95 - 95.0).abs() <= 0.1, "p95 {p95}");
+        assert_eq!(s.min_ms(), Some(1.0));
+        assert_eq!(DelayStats::default().mean_ms(), None);
+    }
+
+    #[test]
+    fn jitter_definitions() {
+        let mut m = FlowMetrics::default();
+        let bin = Dur::from_ms(100);
+        // One-way delays 10, 14, 12 ms: differences 4 and 2 ⇒ mean 3 ms.
+        for (i, d) in [10u64, 14, 12].iter().enumerate() {
+            m.on_egress(Time::from_ms(i as u64), 1500, 1504, Dur::from_ms(*d), Dur::ZERO, bin);
+        }
+        assert_eq!(m.jitter_ms(), Some(3.0));
+        // RFC 3550: J1 = 4/16 = 0.25; J2 = 0.25 + (2 − 0.25)/16 = 0.359375; mean 0.3046875.
+        let j = m.rfc3550_jitter_ms().unwrap();
+        assert!((j - 0.3046875).abs() < 1e-9, "{j}");
+    }
+
+    #[test]
+    fn packet_log_interleaves_opportunities_in_time_order() {
+        let mut log = PacketLog::new("infinite", vec![1, 2, 5], 1504);
+        log.arrival(Time::from_us(500), 1504);
+        log.departure(Time::from_ms(1), 1504, Dur::from_us(500));
+        let text = log.finish(Time::from_ms(10));
+        let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(body, ["0 + 1504", "1 # 1504", "1 - 1504 0", "2 # 1504", "5 # 1504"]);
+    }
+}

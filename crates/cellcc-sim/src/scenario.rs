@@ -1,0 +1,392 @@
+//! Scenario files: TOML → a validated [`Scenario`] (schema in `docs/scenarios.md`).
+//!
+//! Parsing happens in two steps. Serde reads the text into `Raw*` structs that reject
+//! unknown keys and wrong types; `serde_path_to_error` names the key path of the first
+//! problem. Then semantic checks (ranges, exactly-one-of, trace files, scheme parameters)
+//! run with explicit key paths. Every error names the file, the key path (or line) and
+//! what was expected.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cellcc_link::{LinkService, QueueSpec, Trace, TraceMode};
+use cellcc_units::{Bandwidth, Dur};
+use serde::Deserialize;
+
+use crate::schemes;
+use crate::tcp::{App, ReceiverConfig, SenderConfig};
+
+/// A scenario problem: where it is and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {location}: {message}")]
+pub struct ScenarioError {
+    /// The scenario's name for messages (file path or `<scenario>`).
+    pub file: String,
+    /// Key path (`flows[1].scheme`) or `line N`.
+    pub location: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+/// One direction of the path.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// How the bottleneck serves packets.
+    pub service: LinkService,
+    /// Queue discipline in front of it.
+    pub queue: QueueSpec,
+    /// One-way propagation delay (`mm-delay`).
+    pub delay: Dur,
+    /// Bernoulli loss probability on entry.
+    pub loss: f64,
+    /// Human-readable description (trace file name or rate).
+    pub label: String,
+}
+
+/// One flow.
+#[derive(Debug, Clone)]
+pub struct FlowConfig {
+    pub scheme: String,
+    /// Scheme parameters, validated at load time.
+    pub params: toml::Table,
+    pub start: Dur,
+    pub app: App,
+}
+
+/// Metric settings.
+#[derive(Debug, Clone)]
+pub struct MetricsConfig {
+    pub bin: Dur,
+    pub packet_log: bool,
+}
+
+/// A validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub duration: Dur,
+    pub seed: u64,
+    pub downlink: LinkConfig,
+    pub uplink: LinkConfig,
+    pub flows: Vec<FlowConfig>,
+    pub metrics: MetricsConfig,
+    pub sender: SenderConfig,
+    pub receiver: ReceiverConfig,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Option<String>,
+    duration_s: f64,
+    seed: Option<u64>,
+    downlink: RawLink,
+    uplink: Option<RawLink>,
+    flows: Vec<RawFlow>,
+    #[serde(default)]
+    metrics: RawMetrics,
+    #[serde(default)]
+    tcp: RawTcp,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    trace: Option<String>,
+    rate_mbps: Option<f64>,
+    mode: Option<RawMode>,
+    delay_ms: Option<f64>,
+    queue: Option<RawQueue>,
+    loss: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum RawMode {
+    Loop,
+    Once,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum RawQueue {
+    Infinite,
+    Droptail { packets: Option<u64>, bytes: Option<u64> },
+    Drophead { packets: Option<u64>, bytes: Option<u64> },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFlow {
+    scheme: String,
+    #[serde(default)]
+    params: toml::Table,
+    #[serde(default)]
+    start_s: f64,
+    app: Option<toml::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawMetrics {
+    bin_ms: Option<f64>,
+    packet_log: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTcp {
+    mss: Option<u32>,
+    init_cwnd: Option<u32>,
+    hz: Option<u32>,
+    rack: Option<bool>,
+    tlp: Option<bool>,
+    delack_ms: Option<f64>,
+    quickack: Option<u32>,
+    ts_granularity_ms: Option<f64>,
+    rto_min_ms: Option<f64>,
+    slow_start_after_idle: Option<bool>,
+}
+
+/// Default uplink when a scenario has none: a 1 Gbit/s constant link, no delay.
+const DEFAULT_UPLINK_MBPS: f64 = 1000.0;
+/// Default time-series bin, as Pantheon's `--ms-per-bin`.
+const DEFAULT_BIN_MS: f64 = 500.0;
+/// Largest MSS a 1504-byte Mahimahi opportunity can carry (1500-byte IP packet).
+const MAX_MSS: u32 = 1448;
+
+struct Ctx<'a> {
+    file: &'a str,
+    base_dir: Option<&'a Path>,
+}
+
+impl Ctx<'_> {
+    fn err(&self, location: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.to_string(), location: location.into(), message: message.into() }
+    }
+}
+
+impl Scenario {
+    /// Load a scenario file; relative trace paths resolve against its directory.
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            location: "file".into(),
+            message: format!("cannot read the scenario: {e}"),
+        })?;
+        Scenario::parse(&text, &file, path.parent())
+    }
+
+    /// Parse scenario text. `file` names it in errors; `base_dir` resolves trace paths.
+    pub fn parse(text: &str, file: &str, base_dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx { file, base_dir };
+        let raw = parse_raw(text, &ctx)?;
+        build(raw, &ctx)
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+fn parse_raw(text: &str, ctx: &Ctx) -> Result<RawScenario, ScenarioError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| {
+        let loc = e.span().map(|s| format!("line {}", line_of(text, s.start))).unwrap_or_else(|| "syntax".into());
+        ctx.err(loc, format!("invalid TOML: {}", e.message().trim()))
+    })?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let line = inner.span().map(|s| format!(" (line {})", line_of(text, s.start))).unwrap_or_default();
+        let location = if path == "." { "top level".to_string() } else { path };
+        ctx.err(location, format!("{}{line}", inner.message().trim()))
+    })
+}
+
+fn positive(ctx: &Ctx, key: &str, v: f64) -> Result<f64, ScenarioError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(ctx.err(key, format!("must be a positive number, got {v}")))
+    }
+}
+
+fn non_negative(ctx: &Ctx, key: &str, v: f64) -> Result<f64, ScenarioError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(ctx.err(key, format!("must be a number >= 0, got {v}")))
+    }
+}
+
+fn ms(v: f64) -> Dur {
+    Dur::from_secs_f64(v / 1e3)
+}
+
+fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
+    let duration = Dur::from_secs_f64(positive(ctx, "duration_s", raw.duration_s)?);
+    let downlink = build_link(raw.downlink, "downlink", ctx)?;
+    let uplink = match raw.uplink {
+        Some(u) => build_link(u, "uplink", ctx)?,
+        None => build_link(RawLink { rate_mbps: Some(DEFAULT_UPLINK_MBPS), ..Default::default() }, "uplink", ctx)?,
+    };
+    if raw.flows.is_empty() {
+        return Err(ctx.err("flows", "at least one [[flows]] entry is required"));
+    }
+    let seed = raw.seed.unwrap_or(1);
+    let mut flows = Vec::with_capacity(raw.flows.len());
+    for (i, f) in raw.flows.into_iter().enumerate() {
+        let key = format!("flows[{i}]");
+        let start = Dur::from_secs_f64(non_negative(ctx, &format!("{key}.start_s"), f.start_s)?);
+        if start >= duration {
+            return Err(ctx.err(format!("{key}.start_s"), format!("starts at {} s, not before the end of the run ({} s)", f.start_s, raw.duration_s)));
+        }
+        let app = build_app(f.app.as_ref(), &format!("{key}.app"), ctx)?;
+        // Validate scheme name and parameters now, so errors come before a long run.
+        schemes::build(&f.scheme, &f.params, 0).map_err(|e| ctx.err(format!("{key}.{}", e.key), e.message))?;
+        flows.push(FlowConfig { scheme: f.scheme, params: f.params, start, app });
+    }
+    let bin_ms = positive(ctx, "metrics.bin_ms", raw.metrics.bin_ms.unwrap_or(DEFAULT_BIN_MS))?;
+    let metrics = MetricsConfig { bin: ms(bin_ms), packet_log: raw.metrics.packet_log.unwrap_or(false) };
+    let (sender, receiver) = build_tcp(raw.tcp, ctx)?;
+    Ok(Scenario {
+        name: raw.name.unwrap_or_else(|| default_name(ctx.file)),
+        duration,
+        seed,
+        downlink,
+        uplink,
+        flows,
+        metrics,
+        sender,
+        receiver,
+    })
+}
+
+fn default_name(file: &str) -> String {
+    Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or("scenario").trim_matches(['<', '>']).to_string()
+}
+
+fn build_app(v: Option<&toml::Value>, key: &str, ctx: &Ctx) -> Result<App, ScenarioError> {
+    let expected = "expected \"bulk\" or { bytes = N } with N >= 1";
+    match v {
+        None => Ok(App::Bulk),
+        Some(toml::Value::String(s)) if s == "bulk" => Ok(App::Bulk),
+        Some(toml::Value::Table(t)) => {
+            if let Some(k) = t.keys().find(|k| k.as_str() != "bytes") {
+                return Err(ctx.err(format!("{key}.{k}"), format!("unknown key; {expected}")));
+            }
+            match t.get("bytes") {
+                Some(toml::Value::Integer(n)) if *n >= 1 => Ok(App::Bytes(*n as u64)),
+                Some(other) => Err(ctx.err(format!("{key}.bytes"), format!("got {other}; {expected}"))),
+                None => Err(ctx.err(key, format!("missing `bytes`; {expected}"))),
+            }
+        }
+        Some(other) => Err(ctx.err(key, format!("got {other}; {expected}"))),
+    }
+}
+
+fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, ScenarioError> {
+    let (service, label) = match (&raw.trace, raw.rate_mbps) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err(key, "give either `trace` or `rate_mbps`, not both"));
+        }
+        (None, None) => return Err(ctx.err(key, "missing the link capacity: give `trace = \"FILE\"` or `rate_mbps = N`")),
+        (Some(t), None) => {
+            let path = resolve(t, ctx.base_dir);
+            let trace = Trace::from_file(&path)
+                .map_err(|e| ctx.err(format!("{key}.trace"), e.to_string()))?;
+            let mode = match raw.mode.unwrap_or(RawMode::Loop) {
+                RawMode::Loop => TraceMode::Loop,
+                RawMode::Once => TraceMode::Once,
+            };
+            let label = Path::new(t).file_name().and_then(|n| n.to_str()).unwrap_or(t).to_string();
+            (LinkService::Trace { trace: Arc::new(trace), mode }, label)
+        }
+        (None, Some(r)) => {
+            if raw.mode.is_some() {
+                return Err(ctx.err(format!("{key}.mode"), "`mode` applies to trace links only"));
+            }
+            let r = positive(ctx, &format!("{key}.rate_mbps"), r)?;
+            (LinkService::Constant { rate: Bandwidth::from_mbps(r), framing_bytes: 0 }, format!("{r} Mbit/s"))
+        }
+    };
+    let delay = ms(non_negative(ctx, &format!("{key}.delay_ms"), raw.delay_ms.unwrap_or(0.0))?);
+    let loss = raw.loss.unwrap_or(0.0);
+    if !(0.0..1.0).contains(&loss) {
+        return Err(ctx.err(format!("{key}.loss"), format!("must be a probability in [0, 1), got {loss}")));
+    }
+    let queue = match raw.queue {
+        None | Some(RawQueue::Infinite) => QueueSpec::Infinite,
+        Some(RawQueue::Droptail { packets, bytes }) => {
+            check_limits(ctx, key, packets, bytes)?;
+            QueueSpec::DropTail { packets, bytes }
+        }
+        Some(RawQueue::Drophead { packets, bytes }) => {
+            check_limits(ctx, key, packets, bytes)?;
+            QueueSpec::DropHead { packets, bytes }
+        }
+    };
+    Ok(LinkConfig { service, queue, delay, loss, label })
+}
+
+fn check_limits(ctx: &Ctx, key: &str, packets: Option<u64>, bytes: Option<u64>) -> Result<(), ScenarioError> {
+    if packets.is_none() && bytes.is_none() {
+        return Err(ctx.err(format!("{key}.queue"), "droptail/drophead need a limit: `packets = N` and/or `bytes = N`"));
+    }
+    for (name, v) in [("packets", packets), ("bytes", bytes)] {
+        if v == Some(0) {
+            return Err(ctx.err(format!("{key}.queue.{name}"), "must be >= 1"));
+        }
+    }
+    Ok(())
+}
+
+fn resolve(p: &str, base: Option<&Path>) -> PathBuf {
+    let path = PathBuf::from(p);
+    match base {
+        Some(b) if path.is_relative() => b.join(path),
+        _ => path,
+    }
+}
+
+fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), ScenarioError> {
+    let mut s = SenderConfig::default();
+    let mut r = ReceiverConfig::default();
+    if let Some(mss) = raw.mss {
+        if !(64..=MAX_MSS).contains(&mss) {
+            return Err(ctx.err("tcp.mss", format!("must be in 64..={MAX_MSS} (a 1500-byte IP packet), got {mss}")));
+        }
+        s.mss = mss;
+    }
+    if let Some(w) = raw.init_cwnd {
+        if w == 0 {
+            return Err(ctx.err("tcp.init_cwnd", "must be >= 1"));
+        }
+        s.init_cwnd = w;
+    }
+    if let Some(hz) = raw.hz {
+        if ![100, 250, 300, 1000].contains(&hz) {
+            return Err(ctx.err("tcp.hz", format!("must be one of 100, 250, 300, 1000 (CONFIG_HZ), got {hz}")));
+        }
+        s.hz = hz;
+    }
+    s.rack = raw.rack.unwrap_or(s.rack);
+    s.tlp = raw.tlp.unwrap_or(s.tlp);
+    s.slow_start_after_idle = raw.slow_start_after_idle.unwrap_or(s.slow_start_after_idle);
+    if let Some(v) = raw.rto_min_ms {
+        s.rto_min = ms(positive(ctx, "tcp.rto_min_ms", v)?);
+    }
+    if let Some(v) = raw.delack_ms {
+        r.delack_min = ms(positive(ctx, "tcp.delack_ms", v)?);
+    }
+    if let Some(q) = raw.quickack {
+        r.max_quickacks = q;
+    }
+    if let Some(v) = raw.ts_granularity_ms {
+        let g = ms(positive(ctx, "tcp.ts_granularity_ms", v)?);
+        s.ts_granularity = g;
+        r.ts_granularity = g;
+    }
+    Ok((s, r))
+}

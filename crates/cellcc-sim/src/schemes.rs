@@ -1,0 +1,76 @@
+//! The registry of congestion controls a scenario can name.
+//!
+//! Each entry turns a scenario's `params` table into the algorithm's `Config` (unknown
+//! keys and wrong types are errors naming the key) and builds a fresh controller.
+
+use cellcc_congestion::bbr::{Bbr, BbrConfig};
+use cellcc_congestion::cubic::{Cubic, CubicConfig};
+use cellcc_congestion::reno::NewReno;
+use cellcc_congestion::CongestionControl;
+use serde::de::DeserializeOwned;
+
+/// A scheme could not be built: the key (relative to the flow) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemeError {
+    pub key: String,
+    pub message: String,
+}
+
+/// A registered scheme.
+pub struct SchemeInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+}
+
+/// Every scheme, in the order reports list them.
+pub const SCHEMES: &[SchemeInfo] = &[
+    SchemeInfo { name: "newreno", description: "NewReno (Linux tcp_cong.c Reno with SACK recovery)" },
+    SchemeInfo { name: "cubic", description: "CUBIC with HyStart (Linux tcp_cubic.c)" },
+    SchemeInfo { name: "bbr", description: "BBR v1 (Linux tcp_bbr.c)" },
+];
+
+/// Names of all schemes.
+pub fn names() -> Vec<&'static str> {
+    SCHEMES.iter().map(|s| s.name).collect()
+}
+
+fn config<C: DeserializeOwned>(params: &toml::Table) -> Result<C, SchemeError> {
+    serde_path_to_error::deserialize(toml::Value::Table(params.clone())).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        SchemeError {
+            key: if path == "." { "params".into() } else { format!("params.{path}") },
+            message: inner.message().trim().to_string(),
+        }
+    })
+}
+
+fn no_params(params: &toml::Table, scheme: &str) -> Result<(), SchemeError> {
+    match params.keys().next() {
+        Some(k) => Err(SchemeError { key: format!("params.{k}"), message: format!("{scheme} takes no parameters") }),
+        None => Ok(()),
+    }
+}
+
+/// Build the controller `name` with `params`. `flow_seed` feeds algorithms that need a
+/// random choice (BBR's initial gain-cycle phase), keeping runs deterministic.
+pub fn build(name: &str, params: &toml::Table, flow_seed: u64) -> Result<Box<dyn CongestionControl>, SchemeError> {
+    match name {
+        "newreno" | "reno" => {
+            no_params(params, name)?;
+            Ok(Box::new(NewReno::new()))
+        }
+        "cubic" => Ok(Box::new(Cubic::new(config::<CubicConfig>(params)?))),
+        "bbr" => {
+            let mut cfg = config::<BbrConfig>(params)?;
+            if !params.contains_key("cycle_seed") {
+                cfg.cycle_seed = flow_seed;
+            }
+            Ok(Box::new(Bbr::new(cfg)))
+        }
+        _ => Err(SchemeError {
+            key: "scheme".into(),
+            message: format!("unknown scheme \"{name}\"; expected one of: {}", names().join(", ")),
+        }),
+    }
+}

@@ -1,0 +1,48 @@
+"""Type stubs for the compiled extension ``cellcc._core`` (Rust, PyO3).
+
+Only ``cellcc._native`` imports this module; everything else goes through the public API.
+"""
+
+from typing import Any
+
+__version__: str
+
+class CellccError(Exception):
+    """Base class of every error raised by the native core."""
+
+class ScenarioError(CellccError):
+    """A scenario is invalid; the message names the file, key path and expected value."""
+
+class TraceError(CellccError):
+    """A trace file is invalid; the message names the file and line."""
+
+def simulate(
+    scenario: str,
+    *,
+    base_dir: str | None = None,
+    source_name: str = "<scenario>",
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Run one scenario given as TOML text.
+
+    ``base_dir`` resolves relative trace paths; ``source_name`` names the scenario in
+    error messages; ``seed`` overrides the scenario's seed. Returns a dict with:
+
+    - ``"summary"``: list of row dicts, one per flow then one with ``flow == -1`` for the
+      aggregate (column names in docs/metrics.md);
+    - ``"timeseries"``: dict of equal-length column lists (``flow``, ``t_s``, ...);
+    - ``"link"``: dict with capacity and utilisation of the downlink;
+    - ``"meta"``: dict with ``seed``, ``duration_s``, ``events``, ``wall_s``, ``version``;
+    - ``"packet_log"``: the downlink log in mm-link format (str) if requested, else None.
+    """
+
+def validate_scenario(
+    scenario: str, *, base_dir: str | None = None, source_name: str = "<scenario>"
+) -> None:
+    """Parse and check a scenario (including its traces) without running it."""
+
+def trace_info(path: str) -> dict[str, Any]:
+    """Statistics of a Mahimahi trace: duration, mean and percentile capacity, outages."""
+
+def schemes() -> list[str]:
+    """Names of the congestion controls the simulator knows."""
