@@ -52,6 +52,21 @@ pub struct SimOutput {
     pub link: LinkSummary,
     pub events: u64,
     pub packet_log: Option<String>,
+    pub conservation: Conservation,
+}
+
+/// Packet accounting at the end of a run: every packet sent was delivered, dropped, or
+/// is still in the network (in a delay line, a queue, or in service).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Conservation {
+    pub data_sent: u64,
+    pub data_delivered: u64,
+    pub data_dropped: u64,
+    pub data_in_network: u64,
+    pub acks_sent: u64,
+    pub acks_delivered: u64,
+    pub acks_dropped: u64,
+    pub acks_in_network: u64,
 }
 
 /// Downlink capacity and use over the measured span.
@@ -145,6 +160,7 @@ pub struct Simulation<'s> {
     up: Direction<AckSegment>,
     log: Option<PacketLog>,
     link_series: Vec<(u64, u64)>,
+    count: Conservation,
 }
 
 impl<'s> Simulation<'s> {
@@ -184,6 +200,7 @@ impl<'s> Simulation<'s> {
             up: Direction::new(&sc.uplink, rng::stream(sc.seed, Stream::UplinkLoss)),
             log,
             link_series: Vec::new(),
+            count: Conservation::default(),
         };
         for (i, f) in sc.flows.iter().enumerate() {
             sim.push(Time::ZERO + f.start, Event::FlowStart(i as u32));
@@ -314,11 +331,13 @@ impl<'s> Simulation<'s> {
             let mut obs = Observer { flow: &mut self.metrics[i as usize], all: &mut self.all };
             let Some(seg) = s.poll_transmit(now, &mut obs) else { break };
             let len = seg.ip_len() as u64;
+            self.count.data_sent += 1;
             self.metrics[i as usize].sent_ip_bytes += len;
             self.all.sent_ip_bytes += len;
             if self.down.loss.drops(&mut self.down.rng) {
                 self.metrics[i as usize].drops_random += 1;
                 self.all.drops_random += 1;
+                self.count.data_dropped += 1;
                 continue;
             }
             if self.down.delay.is_zero() {
@@ -369,6 +388,7 @@ impl<'s> Simulation<'s> {
     }
 
     fn record_down_drop(&mut self, flow: u32, ip_len: u32) {
+        self.count.data_dropped += 1;
         self.metrics[flow as usize].drops_queue += 1;
         self.all.drops_queue += 1;
         if let Some(log) = self.log.as_mut() {
@@ -391,6 +411,7 @@ impl<'s> Simulation<'s> {
         while let Some(dep) = self.down.link.pop_departure() {
             let seg = dep.item;
             let i = seg.flow as usize;
+            self.count.data_delivered += 1;
             let t = dep.departed_at;
             let owd = t.saturating_since(seg.sent_at);
             let qdelay = t.saturating_since(dep.enqueued_at);
@@ -420,21 +441,25 @@ impl<'s> Simulation<'s> {
     }
 
     fn send_ack(&mut self, ack: AckSegment) {
+        self.count.acks_sent += 1;
         if self.up.loss.drops(&mut self.up.rng) {
+            self.count.acks_dropped += 1;
             return;
         }
         let now = self.now;
         let ip_len = ack.ip_len();
-        // Dropped ACKs need no bookkeeping beyond the link's own counters.
-        let _ = self.up.link.enqueue(now, ack, ip_len);
-        while self.up.link.pop_drop().is_some() {}
+        if let EnqueueResult::Dropped(_) = self.up.link.enqueue(now, ack, ip_len) {
+            self.count.acks_dropped += 1;
+        }
         self.service_up();
     }
 
     fn service_up(&mut self) {
         let now = self.now;
         self.up.link.advance(now);
-        while self.up.link.pop_drop().is_some() {}
+        while self.up.link.pop_drop().is_some() {
+            self.count.acks_dropped += 1;
+        }
         while let Some(dep) = self.up.link.pop_departure() {
             if self.up.delay.is_zero() {
                 self.deliver_ack(dep.item);
@@ -447,6 +472,7 @@ impl<'s> Simulation<'s> {
     }
 
     fn deliver_ack(&mut self, ack: AckSegment) {
+        self.count.acks_delivered += 1;
         let i = ack.flow;
         let now = self.now;
         if let Some(s) = self.flows[i as usize].sender.as_mut() {
@@ -523,7 +549,10 @@ impl<'s> Simulation<'s> {
             ts.push_link(b as f64 * secs, egress, Some(cap), q);
         }
         let packet_log = self.log.take().map(|l| l.finish(end));
-        SimOutput { summary, timeseries: ts, link, events: self.events, packet_log }
+        let mut conservation = self.count;
+        conservation.data_in_network = (self.down.delay_line.len() + self.down.link.packets_in_link()) as u64;
+        conservation.acks_in_network = (self.up.delay_line.len() + self.up.link.packets_in_link()) as u64;
+        SimOutput { summary, timeseries: ts, link, events: self.events, packet_log, conservation }
     }
 }
 

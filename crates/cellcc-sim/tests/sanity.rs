@@ -1,0 +1,105 @@
+//! Sanity against known behaviour of Cubic and BBR (issue acceptance list).
+//!
+//! Set `CELLCC_TEST_PLOTS=DIR` to also write each run's time series as JSON columns into
+//! DIR, so a failing test is one step away from a picture (`pandas.read_json` + plot).
+
+use std::path::PathBuf;
+
+use cellcc_sim::{run, Scenario, SimOutput};
+
+fn constant_link(scheme: &str, queue: &str, duration_s: f64) -> String {
+    // 12 Mbit/s, 10 ms each way ⇒ 20 ms RTT; 1 BDP = 12e6 × 0.02 / 8 / 1500 = 20 packets.
+    format!(
+        "duration_s = {duration_s}\nseed = 1\n[downlink]\nrate_mbps = 12.0\ndelay_ms = 10.0\nqueue = {queue}\n\
+         [uplink]\nrate_mbps = 100.0\ndelay_ms = 10.0\n[[flows]]\nscheme = \"{scheme}\"\n"
+    )
+}
+
+fn simulate(name: &str, text: &str) -> SimOutput {
+    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&sc);
+    if let Some(dir) = std::env::var_os("CELLCC_TEST_PLOTS") {
+        let path = PathBuf::from(dir).join(format!("{name}.json"));
+        std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
+    }
+    out
+}
+
+/// Mean queueing delay of flow 0 over bins whose start lies in `[from_s, to_s)`.
+fn mean_qdelay(out: &SimOutput, from_s: f64, to_s: f64) -> f64 {
+    let ts = &out.timeseries;
+    let v: Vec<f64> = (0..ts.len())
+        .filter(|&i| ts.flow[i] == 0 && ts.t_s[i] >= from_s && ts.t_s[i] < to_s)
+        .filter_map(|i| ts.qdelay_ms[i])
+        .collect();
+    assert!(!v.is_empty(), "no delay samples in [{from_s}, {to_s})");
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn cubic_fills_a_one_bdp_droptail_link() {
+    let out = simulate("cubic-1bdp", &constant_link("cubic", "{ kind = \"droptail\", packets = 20 }", 60.0));
+    let row = &out.summary[0];
+    let util = row.utilisation.unwrap();
+    println!("cubic 1 BDP: utilisation {util:.4}, throughput {:.2} Mbit/s, drops {}", row.throughput_mbps, row.drops);
+    assert!(util >= 0.95, "utilisation {util}");
+    assert!(row.drops > 0, "a 1-BDP buffer must overflow under Cubic");
+}
+
+#[test]
+fn cubic_queueing_delay_grows_without_bound_in_an_infinite_buffer() {
+    let out = simulate("cubic-infinite", &constant_link("cubic", "{ kind = \"infinite\" }", 60.0));
+    let early = mean_qdelay(&out, 10.0, 20.0);
+    let mid = mean_qdelay(&out, 30.0, 40.0);
+    let late = mean_qdelay(&out, 50.0, 60.0);
+    println!("cubic infinite buffer: mean queueing delay {early:.0} → {mid:.0} → {late:.0} ms");
+    assert!(mid > early && late > mid, "queueing delay must keep growing: {early} {mid} {late}");
+    assert!(late > 1000.0, "after a minute the queue holds seconds of data: {late} ms");
+    assert_eq!(out.summary[0].drops, 0);
+}
+
+#[test]
+fn bbr_keeps_queueing_delay_low_at_high_utilisation() {
+    let out = simulate("bbr-infinite", &constant_link("bbr", "{ kind = \"infinite\" }", 60.0));
+    let row = &out.summary[0];
+    let util = row.utilisation.unwrap();
+    let p95 = row.qdelay_p95_ms.unwrap();
+    let min_rtt = row.rtt_min_ms.unwrap();
+    println!("bbr infinite buffer: utilisation {util:.4}, p95 queueing delay {p95:.1} ms, min RTT {min_rtt:.1} ms");
+    assert!(util >= 0.90, "utilisation {util}");
+    assert!(p95 < 2.0 * min_rtt, "p95 queueing delay {p95} ms vs min RTT {min_rtt} ms");
+}
+
+fn shared_trace(name: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mahimahi")).join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipping: {} not found", p.display());
+        None
+    }
+}
+
+#[test]
+fn on_tmobile_lte_cubic_queues_seconds_and_bbr_an_order_of_magnitude_less() {
+    let Some(down) = shared_trace("TMobile-LTE-short.down") else { return };
+    let up = shared_trace("TMobile-LTE-short.up").unwrap();
+    let text = |scheme: &str| {
+        format!(
+            "duration_s = 140.0\nseed = 1\n[downlink]\ntrace = \"{}\"\ndelay_ms = 10.0\n\
+             [uplink]\ntrace = \"{}\"\ndelay_ms = 10.0\n[[flows]]\nscheme = \"{scheme}\"\n",
+            down.display(),
+            up.display()
+        )
+    };
+    let cubic = simulate("tmobile-cubic", &text("cubic"));
+    let bbr = simulate("tmobile-bbr", &text("bbr"));
+    let c = cubic.summary[0].qdelay_mean_ms.unwrap();
+    let b = bbr.summary[0].qdelay_mean_ms.unwrap();
+    println!(
+        "TMobile-LTE-short, infinite queue: cubic mean queueing delay {c:.0} ms ({:.2} Mbit/s), bbr {b:.0} ms ({:.2} Mbit/s)",
+        cubic.summary[0].throughput_mbps, bbr.summary[0].throughput_mbps
+    );
+    assert!(c >= 1000.0, "cubic mean queueing delay should be in the seconds: {c} ms");
+    assert!(b * 10.0 <= c, "bbr {b} ms should be an order of magnitude below cubic {c} ms");
+}

@@ -1,0 +1,128 @@
+"""The one module that imports the compiled core ``cellcc._core``.
+
+Everything else in the package goes through the functions here, so the native API
+(``_core.pyi``) is used in exactly one place. This module also owns the exception
+hierarchy: the core's exceptions are re-exported unchanged, and errors the core may
+raise as plain Python exceptions (``OSError`` for an unreadable trace, ``OverflowError``
+for a seed that does not fit in 64 bits) are mapped to the matching ``cellcc`` error with
+the file or key named in the message.
+
+When the extension has not been built, importing :mod:`cellcc` still works (synthetic
+traces, plots and reports are pure Python); calling a simulator function then raises
+:class:`NativeUnavailableError` with the command that builds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from cellcc import _core
+except ImportError as _exc:  # the extension is built by `make build` (maturin develop)
+    _core = None
+    _IMPORT_ERROR: ImportError | None = _exc
+else:
+    _IMPORT_ERROR = None
+
+__all__ = [
+    "AVAILABLE",
+    "CellccError",
+    "NativeUnavailableError",
+    "ScenarioError",
+    "TraceError",
+    "UsageError",
+    "core_version",
+    "schemes",
+    "simulate",
+    "trace_info",
+    "validate_scenario",
+]
+
+#: Whether the compiled core could be imported.
+AVAILABLE: bool = _core is not None
+
+if _core is not None:
+    CellccError = _core.CellccError
+    ScenarioError = _core.ScenarioError
+    TraceError = _core.TraceError
+else:
+    # Stand-ins with the same names and hierarchy, so that `except cellcc.CellccError`
+    # is valid code whether or not the extension is present.
+
+    class CellccError(Exception):  # type: ignore[no-redef]
+        """Base class of every error raised by cellcc."""
+
+    class ScenarioError(CellccError):  # type: ignore[no-redef]
+        """A scenario is invalid; the message names the file, key path and expected value."""
+
+    class TraceError(CellccError):  # type: ignore[no-redef]
+        """A trace file is invalid; the message names the file and line."""
+
+
+class UsageError(CellccError):
+    """An argument given to the Python API or the CLI is invalid (the message names it)."""
+
+
+class NativeUnavailableError(CellccError):
+    """The compiled extension ``cellcc._core`` is not built or failed to import."""
+
+
+def _require() -> Any:
+    if _core is None:
+        raise NativeUnavailableError(
+            "the native simulator (cellcc._core) is not built: run `make build` "
+            f"in the cellcc checkout ({_IMPORT_ERROR})"
+        )
+    return _core
+
+
+def core_version() -> str | None:
+    """Version string of the compiled core, or ``None`` when it is not built."""
+    return None if _core is None else str(_core.__version__)
+
+
+def _check_seed(seed: int | None, source_name: str) -> None:
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise UsageError(f"{source_name}: seed: expected an integer in [0, 2^64), got {seed!r}")
+
+
+def simulate(
+    text: str, *, base_dir: str | None, source_name: str, seed: int | None
+) -> dict[str, Any]:
+    """Run one scenario given as TOML text (see ``_core.simulate``)."""
+    core = _require()
+    _check_seed(seed, source_name)
+    try:
+        return core.simulate(text, base_dir=base_dir, source_name=source_name, seed=seed)
+    except OSError as exc:
+        raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
+
+
+def validate_scenario(text: str, *, base_dir: str | None, source_name: str) -> None:
+    """Parse and check a scenario and its traces without running it."""
+    core = _require()
+    try:
+        core.validate_scenario(text, base_dir=base_dir, source_name=source_name)
+    except OSError as exc:
+        raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
+
+
+def trace_info(path: str) -> dict[str, Any]:
+    """Statistics of one Mahimahi trace file."""
+    core = _require()
+    try:
+        return dict(core.trace_info(path))
+    except OSError as exc:
+        raise TraceError(f"{path}: {_os_message(exc)}") from exc
+
+
+def schemes() -> list[str]:
+    """Names of the congestion controls the simulator implements."""
+    return [str(name) for name in _require().schemes()]
+
+
+def _os_message(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason

@@ -1,0 +1,120 @@
+"""A small TOML writer covering the value types of the scenario schema.
+
+Scenarios are data (docs/scenarios.md). The API accepts a scenario as a ``dict``; it is
+serialised here to TOML text, which is what the native core parses and what provenance
+records. Supported values: ``str``, ``bool``, ``int``, ``float``, ``os.PathLike`` (written
+as a string), lists of scalars, tables (``dict``) and arrays of tables (a list of
+``dict``). Top-level tables become ``[name]`` sections, tables nested inside a section are
+written inline (``queue = { kind = "droptail", packets = 100 }``) and a top-level list of
+tables becomes ``[[name]]`` blocks, which is the layout used throughout the docs.
+
+Reading goes through the standard library's ``tomllib``; tests round-trip the two.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["TomlTypeError", "dumps"]
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+class TomlTypeError(TypeError):
+    """A value cannot be written as TOML; ``key_path`` names where it is."""
+
+    def __init__(self, key_path: str, message: str) -> None:
+        super().__init__(f"{key_path}: {message}")
+        self.key_path = key_path
+
+
+def dumps(document: Mapping[str, Any]) -> str:
+    """Serialise a mapping to TOML text (keys keep their insertion order)."""
+    if not isinstance(document, Mapping):
+        raise TomlTypeError("<root>", f"expected a table (dict), got {type(document).__name__}")
+    scalars: list[str] = []
+    sections: list[str] = []
+    for key, value in document.items():
+        path = _key(key, "")
+        if isinstance(value, Mapping):
+            body = "".join(
+                f"{_key(k, path)} = {_value(v, f'{path}.{k}')}\n" for k, v in value.items()
+            )
+            sections.append(f"[{path}]\n{body}")
+        elif _is_table_array(value):
+            for index, table in enumerate(value):
+                body = "".join(
+                    f"{_key(k, path)} = {_value(v, f'{path}[{index}].{k}')}\n"
+                    for k, v in table.items()
+                )
+                sections.append(f"[[{path}]]\n{body}")
+        else:
+            scalars.append(f"{path} = {_value(value, path)}\n")
+    return "\n".join(["".join(scalars), *sections]).lstrip("\n")
+
+
+def _is_table_array(value: Any) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str | bytes)
+        and len(value) > 0
+        and all(isinstance(item, Mapping) for item in value)
+    )
+
+
+def _key(key: Any, parent: str) -> str:
+    if not isinstance(key, str):
+        where = parent or "<root>"
+        raise TomlTypeError(where, f"table keys must be strings, got {key!r}")
+    return key if _BARE_KEY.match(key) else _string(key)
+
+
+def _string(text: str) -> str:
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _value(value: Any, path: str) -> str:
+    # bool before int: bool is a subclass of int. numpy's bool_ is not, but has kind "b".
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            raise TomlTypeError(path, "NaN is not a valid scenario value")
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        text = repr(value)
+        # repr gives "30.0", "0.001", "1e-05"; TOML needs a '.' or an exponent to read a float.
+        return text if any(c in text for c in ".eE") else text + ".0"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, os.PathLike):
+        return _string(os.fspath(value))
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_key(k, path)} = {_value(v, f'{path}.{k}')}" for k, v in value.items())
+        return "{ " + items + " }" if items else "{}"
+    if isinstance(value, Sequence) and not isinstance(value, bytes):
+        return "[" + ", ".join(_value(v, f"{path}[{i}]") for i, v in enumerate(value)) + "]"
+    # numpy scalars and similar: accept anything that converts losslessly to int/float.
+    for convert in (int, float):
+        try:
+            converted = convert(value)
+        except (TypeError, ValueError):
+            continue
+        if converted == value:
+            return _value(converted, path)
+    raise TomlTypeError(path, f"cannot write a value of type {type(value).__name__} as TOML")

@@ -1,0 +1,236 @@
+"""Writing results to disk: atomically, and with the provenance that made them.
+
+Every file is written to a temporary file in the destination directory and moved into
+place with ``os.replace``, so a reader never sees a half-written artifact and an
+interrupted run leaves the previous file intact. Every artifact set carries a
+``provenance.json`` (git revision of the cellcc checkout, versions, seed, scenario text,
+command line); Parquet files also embed it in their schema metadata.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "PROVENANCE_FILE",
+    "git_revision",
+    "json_ready",
+    "package_version",
+    "provenance",
+    "write_csv_atomic",
+    "write_json_atomic",
+    "write_parquet_atomic",
+    "write_text_atomic",
+]
+
+PROVENANCE_FILE = "provenance.json"
+#: Key under which Parquet schema metadata carries the provenance JSON.
+PARQUET_PROVENANCE_KEY = b"cellcc.provenance"
+
+
+@contextlib.contextmanager
+def _atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; move it onto ``path`` if the block succeeds."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _write_with(path: str | os.PathLike[str], mode: str, writer: Callable[[IO[Any]], None]) -> Path:
+    target = Path(path)
+    with _atomic_path(target) as tmp:
+        kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
+        with open(tmp, mode, **kwargs) as handle:
+            writer(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return target
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write UTF-8 text atomically."""
+    return _write_with(path, "w", lambda handle: handle.write(text))
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write bytes atomically."""
+    return _write_with(path, "wb", lambda handle: handle.write(data))
+
+
+def json_ready(value: Any) -> Any:
+    """Convert a value to plain JSON types: NaN/inf become ``None``, numpy scalars become
+    Python numbers, paths become strings, mappings and sequences are converted deeply."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return json_ready(value.item())
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy array
+        return json_ready(value.tolist())
+    if isinstance(value, _dt.datetime | _dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
+    """Write ``obj`` as indented, strict JSON (no NaN) atomically."""
+    text = json.dumps(json_ready(obj), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return write_text_atomic(path, text)
+
+
+def write_csv_atomic(path: str | os.PathLike[str], frame: Any) -> Path:
+    """Write a DataFrame as CSV (no index, full float precision) atomically."""
+    return _write_with(path, "w", lambda handle: frame.to_csv(handle, index=False))
+
+
+def write_parquet_atomic(
+    path: str | os.PathLike[str], frame: Any, *, provenance: Mapping[str, Any] | None = None
+) -> Path:
+    """Write a DataFrame as Parquet atomically, embedding ``provenance`` in its metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if provenance is not None:
+        metadata = dict(table.schema.metadata or {})
+        metadata[PARQUET_PROVENANCE_KEY] = json.dumps(json_ready(provenance)).encode()
+        table = table.replace_schema_metadata(metadata)
+    target = Path(path)
+    with _atomic_path(target) as tmp:
+        pq.write_table(table, tmp)
+    return target
+
+
+def save_figure_atomic(figure: Any, path: str | os.PathLike[str], *, dpi: int = 120) -> Path:
+    """Save a matplotlib figure atomically (format from the suffix of ``path``)."""
+    target = Path(path)
+    fmt = target.suffix.lstrip(".") or "png"
+    with _atomic_path(target) as tmp:
+        # Fixed metadata keeps PNGs byte-identical across runs (no creation time stamp).
+        metadata = {"Software": None} if fmt == "png" else None
+        figure.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata)
+    return target
+
+
+@cache
+def git_revision() -> str:
+    """Git revision of the cellcc checkout this package runs from, or ``"unknown"``.
+
+    Only a repository whose top level holds cellcc's own sources counts: an installed
+    package that happens to live inside some other repository reports ``"unknown"``. A
+    checkout with uncommitted changes gets a ``-dirty`` suffix.
+    """
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                cwd=here,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if not top or not (Path(top) / "crates" / "cellcc-py" / "Cargo.toml").is_file():
+        return "unknown"
+    revision = git("rev-parse", "HEAD")
+    if not revision:
+        return "unknown"
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return f"{revision}-dirty" if status else revision
+
+
+def package_version() -> str:
+    """Version of the installed ``cellcc`` distribution (or of the core if not installed)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("cellcc")
+    except metadata.PackageNotFoundError:
+        from cellcc._native import core_version
+
+        return core_version() or "unknown"
+
+
+def _module_version(name: str) -> str | None:
+    module = sys.modules.get(name)
+    if module is None:
+        try:
+            module = __import__(name)
+        except ImportError:
+            return None
+    return str(getattr(module, "__version__", "unknown"))
+
+
+def command_line() -> str:
+    """The command line of this process, shell-quoted."""
+    argv = list(sys.argv)
+    if argv and argv[0]:
+        argv[0] = Path(argv[0]).name
+    return shlex.join(argv)
+
+
+def provenance(
+    *,
+    seed: int | None,
+    scenario_text: str | None = None,
+    command: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The record saved next to every result: what made it and how to make it again."""
+    from cellcc._native import core_version
+
+    record: dict[str, Any] = {
+        "cellcc_version": package_version(),
+        "core_version": core_version(),
+        "git_revision": git_revision(),
+        "seed": seed,
+        "command": command if command is not None else command_line(),
+        "created_utc": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "versions": {
+            name: _module_version(name) for name in ("numpy", "pandas", "pyarrow", "matplotlib")
+        },
+    }
+    if scenario_text is not None:
+        record["scenario"] = scenario_text
+    if extra:
+        record.update(extra)
+    return record
