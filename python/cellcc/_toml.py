@@ -4,7 +4,8 @@ Scenarios are data (docs/scenarios.md). The API accepts a scenario as a ``dict``
 serialised here to TOML text, which is what the native core parses and what provenance
 records. Supported values: ``str``, ``bool``, ``int``, ``float``, ``os.PathLike`` (written
 as a string), lists of scalars, tables (``dict``) and arrays of tables (a list of
-``dict``). Top-level tables become ``[name]`` sections, tables nested inside a section are
+``dict``). Keys whose value is ``None`` are left out (the schema's default applies).
+Top-level tables become ``[name]`` sections, tables nested inside a section are
 written inline (``queue = { kind = "droptail", packets = 100 }``) and a top-level list of
 tables becomes ``[[name]]`` blocks, which is the layout used throughout the docs.
 
@@ -22,7 +23,15 @@ from typing import Any
 __all__ = ["TomlTypeError", "dumps"]
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
 
 
 class TomlTypeError(TypeError):
@@ -39,23 +48,27 @@ def dumps(document: Mapping[str, Any]) -> str:
         raise TomlTypeError("<root>", f"expected a table (dict), got {type(document).__name__}")
     scalars: list[str] = []
     sections: list[str] = []
-    for key, value in document.items():
+    for key, value in _present(document):
         path = _key(key, "")
         if isinstance(value, Mapping):
             body = "".join(
-                f"{_key(k, path)} = {_value(v, f'{path}.{k}')}\n" for k, v in value.items()
+                f"{_key(k, path)} = {_value(v, f'{path}.{k}')}\n" for k, v in _present(value)
             )
             sections.append(f"[{path}]\n{body}")
         elif _is_table_array(value):
             for index, table in enumerate(value):
                 body = "".join(
                     f"{_key(k, path)} = {_value(v, f'{path}[{index}].{k}')}\n"
-                    for k, v in table.items()
+                    for k, v in _present(table)
                 )
                 sections.append(f"[[{path}]]\n{body}")
         else:
             scalars.append(f"{path} = {_value(value, path)}\n")
     return "\n".join(["".join(scalars), *sections]).lstrip("\n")
+
+
+def _present(table: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    return [(k, v) for k, v in table.items() if v is not None]
 
 
 def _is_table_array(value: Any) -> bool:
@@ -97,7 +110,7 @@ def _value(value: Any, path: str) -> str:
             raise TomlTypeError(path, "NaN is not a valid scenario value")
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
-        text = repr(value)
+        text = repr(float(value))  # numpy scalars repr as "np.float64(...)"
         # repr gives "30.0", "0.001", "1e-05"; TOML needs a '.' or an exponent to read a float.
         return text if any(c in text for c in ".eE") else text + ".0"
     if isinstance(value, str):
@@ -105,7 +118,9 @@ def _value(value: Any, path: str) -> str:
     if isinstance(value, os.PathLike):
         return _string(os.fspath(value))
     if isinstance(value, Mapping):
-        items = ", ".join(f"{_key(k, path)} = {_value(v, f'{path}.{k}')}" for k, v in value.items())
+        items = ", ".join(
+            f"{_key(k, path)} = {_value(v, f'{path}.{k}')}" for k, v in _present(value)
+        )
         return "{ " + items + " }" if items else "{}"
     if isinstance(value, Sequence) and not isinstance(value, bytes):
         return "[" + ", ".join(_value(v, f"{path}[{i}]") for i, v in enumerate(value)) + "]"

@@ -51,7 +51,7 @@ def _atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
-        os.replace(tmp, target)
+        tmp.replace(target)  # os.replace: atomic within one file system
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -61,7 +61,7 @@ def _write_with(path: str | os.PathLike[str], mode: str, writer: Callable[[IO[An
     target = Path(path)
     with _atomic_path(target) as tmp:
         kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
-        with open(tmp, mode, **kwargs) as handle:
+        with tmp.open(mode, **kwargs) as handle:
             writer(handle)
             handle.flush()
             os.fsync(handle.fileno())
@@ -178,24 +178,18 @@ def git_revision() -> str:
 
 def package_version() -> str:
     """Version of the installed ``cellcc`` distribution (or of the core if not installed)."""
+    from cellcc._native import core_version
+
+    return _distribution_version("cellcc") or core_version() or "unknown"
+
+
+def _distribution_version(name: str) -> str | None:
     from importlib import metadata
 
     try:
-        return metadata.version("cellcc")
+        return metadata.version(name)
     except metadata.PackageNotFoundError:
-        from cellcc._native import core_version
-
-        return core_version() or "unknown"
-
-
-def _module_version(name: str) -> str | None:
-    module = sys.modules.get(name)
-    if module is None:
-        try:
-            module = __import__(name)
-        except ImportError:
-            return None
-    return str(getattr(module, "__version__", "unknown"))
+        return None
 
 
 def command_line() -> str:
@@ -226,7 +220,8 @@ def provenance(
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
         "versions": {
-            name: _module_version(name) for name in ("numpy", "pandas", "pyarrow", "matplotlib")
+            name: _distribution_version(name)
+            for name in ("numpy", "pandas", "pyarrow", "matplotlib")
         },
     }
     if scenario_text is not None:

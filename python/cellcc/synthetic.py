@@ -20,7 +20,7 @@ Randomness comes only from ``numpy.random.Generator(PCG64)`` uniforms (whose str
 NumPy keeps stable); the normal and Poisson draws are computed here from those uniforms
 (Box-Muller, CDF inversion) so the output depends on the seed alone. The downlink and
 uplink, and the capacity and opportunity draws, use separate streams derived from
-``(seed, direction, substream)``.
+``(seed, direction, substream, preset name)``.
 
 The output file follows mm-link's rules: timestamps start at 1 ms and never decrease,
 and the last line is the trace's last millisecond, so the loop period equals the
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,9 +100,9 @@ PRESETS: dict[str, Preset] = {
     for preset in (
         Preset(
             name="lte-driving",
-            description="LTE in a moving car: 1-25 Mbit/s swings, an outage every ~15 s",
+            description="LTE in a moving car: about 1-20 Mbit/s, an outage every ~15 s",
             down=DirectionModel(
-                state_means_mbps=(1.5, 5.0, 12.0, 22.0),
+                state_means_mbps=(1.0, 4.0, 9.0, 18.0),
                 mean_dwell_s=3.0,
                 sigma=0.12,
                 reversion=0.08,
@@ -177,12 +178,13 @@ PRESETS: dict[str, Preset] = {
 _CAPACITY, _OPPORTUNITIES = 0, 1
 
 
-def _generator(seed: int, direction: str, substream: int) -> np.random.Generator:
+def _generator(seed: int, direction: str, substream: int, label: str) -> np.random.Generator:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if direction not in _STREAM_IDS:
         raise ValueError(f"direction must be 'down' or 'up', got {direction!r}")
-    entropy = [seed, _STREAM_IDS[direction], substream]
+    # The label (a preset name) keeps presets independent under the same seed.
+    entropy = [seed, _STREAM_IDS[direction], substream, zlib.crc32(label.encode())]
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
 
 
@@ -213,11 +215,18 @@ def _poisson(rng: np.random.Generator, means: np.ndarray) -> np.ndarray:
     return counts
 
 
-def capacity_mbps(model: DirectionModel, *, duration_s: float, seed: int, direction: str = "down") -> np.ndarray:
+def capacity_mbps(
+    model: DirectionModel,
+    *,
+    duration_s: float,
+    seed: int,
+    direction: str = "down",
+    label: str = "",
+) -> np.ndarray:
     """Capacity in Mbit/s for each millisecond ``1..N`` of the trace (``N = duration``)."""
     if duration_s <= 0:
         raise ValueError(f"duration_s must be > 0, got {duration_s}")
-    rng = _generator(seed, direction, _CAPACITY)
+    rng = _generator(seed, direction, _CAPACITY, label)
     n_ms = round(duration_s * 1000)
     n_steps = -(-n_ms // STEP_MS)
     n_states = len(model.state_means_mbps)
@@ -233,7 +242,7 @@ def capacity_mbps(model: DirectionModel, *, duration_s: float, seed: int, direct
     u_outage = rng.random(n_steps)
     u_outage_len = rng.random(n_steps)
 
-    state = n_states // 2
+    state = (n_states - 1) // 2  # start in the middle (the lower of two middles)
     x = float(log_means[state])
     outage_left = 0
     per_step = np.empty(n_steps)
@@ -256,10 +265,17 @@ def capacity_mbps(model: DirectionModel, *, duration_s: float, seed: int, direct
     return np.repeat(per_step, STEP_MS)[:n_ms]
 
 
-def generate(model: DirectionModel, *, duration_s: float, seed: int, direction: str = "down") -> np.ndarray:
+def generate(
+    model: DirectionModel,
+    *,
+    duration_s: float,
+    seed: int,
+    direction: str = "down",
+    label: str = "",
+) -> np.ndarray:
     """Mahimahi timestamps (ms, non-decreasing, last = duration) for one direction."""
-    rates = capacity_mbps(model, duration_s=duration_s, seed=seed, direction=direction)
-    rng = _generator(seed, direction, _OPPORTUNITIES)
+    rates = capacity_mbps(model, duration_s=duration_s, seed=seed, direction=direction, label=label)
+    rng = _generator(seed, direction, _OPPORTUNITIES, label)
     means = rates * 1e6 / 8.0 / 1000.0 / LINE_BYTES  # opportunities per ms
     counts = _poisson(rng, means)
     n_ms = len(rates)
@@ -289,7 +305,7 @@ def write_preset(
     paths = []
     for direction, model in (("down", preset.down), ("up", preset.up)):
         path = out / f"{name}.{direction}"
-        stamps = generate(model, duration_s=duration_s, seed=seed, direction=direction)
+        stamps = generate(model, duration_s=duration_s, seed=seed, direction=direction, label=name)
         write_text_atomic(path, render(stamps))
         paths.append(path)
     return paths[0], paths[1]

@@ -85,6 +85,8 @@ pub struct Sock {
     pub delivered: u64,
     /// When `delivered` last changed (`delivered_mstamp`).
     pub delivered_mstamp: Time,
+    /// When the last data segment was sent (`lsndtime`).
+    pub lsndtime: Time,
     /// Total segments marked lost so far (`lost`).
     pub lost: u64,
     /// Oldest unacknowledged segment (`snd_una`, in segments).
@@ -134,6 +136,7 @@ impl Sock {
             retrans_out: 0,
             delivered: 0,
             delivered_mstamp: now,
+            lsndtime: now,
             lost: 0,
             snd_una: 0,
             snd_nxt: 0,

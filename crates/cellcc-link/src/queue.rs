@@ -176,9 +176,7 @@ impl Limits {
 
     /// Mahimahi `DroppingPacketQueue::good_with`: both counts within their limits.
     fn allow(&self, packets: u64, bytes: u64) -> bool {
-        let over_packets = matches!(self.packets, Some(limit) if packets > limit);
-        let over_bytes = matches!(self.bytes, Some(limit) if bytes > limit);
-        !over_packets && !over_bytes
+        self.packets.is_none_or(|limit| packets <= limit) && self.bytes.is_none_or(|limit| bytes <= limit)
     }
 }
 

@@ -63,6 +63,7 @@ pub fn build(name: &str, params: &toml::Table, flow_seed: u64) -> Result<Box<dyn
         "cubic" => Ok(Box::new(Cubic::new(config::<CubicConfig>(params)?))),
         "bbr" => {
             let mut cfg = config::<BbrConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError { key: format!("params.{}", e.field), message: e.reason })?;
             if !params.contains_key("cycle_seed") {
                 cfg.cycle_seed = flow_seed;
             }

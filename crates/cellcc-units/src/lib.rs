@@ -190,9 +190,9 @@ impl fmt::Debug for Dur {
 }
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 % NS_PER_MS == 0 {
+        if self.0.is_multiple_of(NS_PER_MS) {
             write!(f, "{}ms", self.0 / NS_PER_MS)
-        } else if self.0 % NS_PER_US == 0 {
+        } else if self.0.is_multiple_of(NS_PER_US) {
             write!(f, "{}us", self.0 / NS_PER_US)
         } else {
             write!(f, "{}ns", self.0)

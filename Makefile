@@ -1,0 +1,64 @@
+# cellcc developer entry points. Everything runs through .venv/bin/python explicitly;
+# no activated environment is needed. `make test` and `make demo` set up what they need.
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+# Marks that the pinned Python dependencies are installed; redone when the pins change.
+DEPS_STAMP := $(VENV)/.cellcc-deps
+
+.DEFAULT_GOAL := help
+.PHONY: help venv build test test-rust test-python demo bench lint check-cargo check-python clean
+
+help:
+	@echo "make demo   build, then generate synthetic traces, compare all schemes, write demo-report/"
+	@echo "make test   build, then run the Rust tests and the Python tests"
+	@echo "make venv   create .venv with the pinned Python dependencies"
+	@echo "make build  compile the extension (release) into .venv"
+	@echo "make bench  run the simulator benchmark"
+	@echo "make lint   cargo fmt --check, clippy -D warnings, ruff"
+
+check-python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { \
+	  echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'" >&2; \
+	  exit 1; }
+
+check-cargo:
+	@command -v cargo >/dev/null 2>&1 || { \
+	  echo "error: cargo not found; install the Rust toolchain (rustup, stable >= 1.80) and make sure cargo is on PATH" >&2; \
+	  exit 1; }
+
+$(DEPS_STAMP): requirements-dev.txt pyproject.toml | check-python
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(DEPS_STAMP)
+
+# maturin develop builds python/cellcc/_core*.so in place and installs the package
+# (editable) into the venv named by VIRTUAL_ENV.
+build: $(DEPS_STAMP) check-cargo
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --locked --quiet
+
+test-rust: check-cargo
+	cargo test --workspace --release --locked
+
+test-python: build
+	CELLCC_REQUIRE_NATIVE=1 $(PY) -m pytest
+
+test: build test-rust test-python
+
+demo: build
+	$(VENV)/bin/cellcc demo
+
+bench: check-cargo
+	cargo run --release --locked -p cellcc-sim --bin cellcc-bench
+
+lint: $(DEPS_STAMP) check-cargo
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	$(VENV)/bin/ruff check python tests/python
+	$(VENV)/bin/ruff format --check python tests/python
+
+clean:
+	rm -rf $(VENV) demo-report out python/cellcc/_core*.so .pytest_cache

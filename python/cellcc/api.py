@@ -1,0 +1,432 @@
+"""The Python API: run scenarios, compare schemes, inspect traces.
+
+A run is ``(scenario, seed) -> metrics``. Scenarios are TOML files or dicts with the same
+structure (docs/scenarios.md); results come back as pandas DataFrames (column names in
+docs/metrics.md) and can be saved with their provenance.
+
+>>> import cellcc
+>>> result = cellcc.simulate({
+...     "duration_s": 10.0,
+...     "downlink": {"rate_mbps": 12.0, "delay_ms": 10.0,
+...                  "queue": {"kind": "droptail", "packets": 100}},
+...     "uplink": {"rate_mbps": 100.0, "delay_ms": 10.0},
+...     "flows": [{"scheme": "cubic"}],
+... })  # doctest: +SKIP
+>>> result.summary[["flow", "scheme", "throughput_mbps", "owd_p95_ms"]]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cellcc import _native, _toml
+from cellcc._native import ScenarioError, UsageError
+from cellcc.results import (
+    PROVENANCE_FILE,
+    provenance,
+    write_csv_atomic,
+    write_json_atomic,
+    write_parquet_atomic,
+    write_text_atomic,
+)
+
+__all__ = [
+    "Comparison",
+    "Result",
+    "compare",
+    "format_queue",
+    "parse_queue",
+    "scenario_text",
+    "schemes",
+    "simulate",
+    "trace_info",
+    "validate",
+]
+
+ScenarioLike = str | os.PathLike[str] | Mapping[str, Any]
+
+#: Default uplink when a compared trace has no `.up` sibling: constant 100 Mbit/s, so the
+#: ACK path never limits the flow (as Pantheon's and C2TCP's wired uplinks).
+DEFAULT_UPLINK_MBPS = 100.0
+#: Files written by `Result.save`.
+RESULT_FILES = (
+    "summary.json",
+    "summary.csv",
+    "summary.parquet",
+    "timeseries.csv",
+    "timeseries.parquet",
+    PROVENANCE_FILE,
+)
+
+
+@dataclass
+class Result:
+    """Metrics of one run (see docs/metrics.md for every column)."""
+
+    summary: pd.DataFrame
+    """One row per flow (``flow`` = 0, 1, ...) and an aggregate row (``flow`` = -1)."""
+    timeseries: pd.DataFrame
+    """One row per flow per bin, plus link rows (``flow`` = -1) with capacity and queue."""
+    link: dict[str, Any]
+    """Capacity and utilisation of the downlink."""
+    meta: dict[str, Any]
+    """``name``, ``seed``, ``duration_s``, ``events``, ``wall_s``, ``version``."""
+    packet_log: str | None
+    """The downlink log in mm-link format when ``metrics.packet_log = true``."""
+    scenario_text: str
+    """The scenario exactly as the simulator read it (TOML)."""
+    source: str = "<scenario>"
+    """Where the scenario came from (a file path, or ``<dict>``)."""
+
+    @property
+    def seed(self) -> int | None:
+        """The seed the run used (the scenario's, or the override)."""
+        seed = self.meta.get("seed")
+        return None if seed is None else int(seed)
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """Summary rows of the individual flows (the aggregate row removed)."""
+        return self.summary[self.summary["flow"] >= 0].reset_index(drop=True)
+
+    def provenance(self, *, command: str | None = None) -> dict[str, Any]:
+        """What made this result: revision, versions, seed, scenario, command line."""
+        return provenance(
+            seed=self.seed,
+            scenario_text=self.scenario_text,
+            command=command,
+            extra={"source": self.source, "meta": self.meta},
+        )
+
+    def save(self, out_dir: str | os.PathLike[str], *, command: str | None = None) -> Path:
+        """Write summary (JSON, CSV, Parquet), time series (CSV, Parquet), the packet log
+        if any (``downlink.log``) and ``provenance.json`` into ``out_dir``; return it.
+
+        Every file is written atomically. ``command`` is recorded as the command line that
+        produced the result (default: this process's command line).
+        """
+        out = Path(out_dir)
+        record = self.provenance(command=command)
+        write_json_atomic(
+            out / "summary.json",
+            {
+                "summary": self.summary.to_dict(orient="records"),
+                "link": self.link,
+                "meta": self.meta,
+            },
+        )
+        write_csv_atomic(out / "summary.csv", self.summary)
+        write_parquet_atomic(out / "summary.parquet", self.summary, provenance=record)
+        write_csv_atomic(out / "timeseries.csv", self.timeseries)
+        write_parquet_atomic(out / "timeseries.parquet", self.timeseries, provenance=record)
+        if self.packet_log is not None:
+            write_text_atomic(out / "downlink.log", self.packet_log)
+        write_json_atomic(out / PROVENANCE_FILE, record)
+        return out
+
+
+# -- scenarios ------------------------------------------------------------------------
+
+
+def _prepare(
+    scenario: ScenarioLike, base_dir: str | os.PathLike[str] | None
+) -> tuple[str, str, str]:
+    """Scenario → (TOML text, directory for relative paths, name used in error messages)."""
+    if isinstance(scenario, Mapping):
+        try:
+            text = _toml.dumps(scenario)
+        except _toml.TomlTypeError as exc:
+            raise ScenarioError(f"<dict>: {exc}") from None
+        directory = Path(base_dir) if base_dir is not None else Path.cwd()
+        name = scenario.get("name")
+        return text, os.fspath(directory), f"<{name}>" if isinstance(name, str) else "<dict>"
+    if isinstance(scenario, str | os.PathLike):
+        path = Path(scenario)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ScenarioError(f"{path}: no such scenario file") from None
+        except IsADirectoryError:
+            raise ScenarioError(f"{path}: is a directory, expected a scenario TOML file") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{path}: not a UTF-8 text file") from None
+        except OSError as exc:
+            raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        directory = Path(base_dir) if base_dir is not None else path.resolve().parent
+        return text, os.fspath(directory), os.fspath(path)
+    raise UsageError(f"scenario: expected a path or a dict, got {type(scenario).__name__}")
+
+
+def scenario_text(scenario: ScenarioLike) -> str:
+    """The TOML text of a scenario (a dict is serialised, a file is read)."""
+    return _prepare(scenario, None)[0]
+
+
+def simulate(
+    scenario: ScenarioLike,
+    *,
+    seed: int | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+) -> Result:
+    """Run one scenario and return its metrics.
+
+    ``scenario`` is a path to a TOML file (relative trace paths resolve against the file's
+    directory) or a dict with the same structure (relative paths resolve against
+    ``base_dir``, default the current directory). ``seed`` overrides the scenario's seed.
+    Raises :class:`cellcc.ScenarioError` or :class:`cellcc.TraceError` naming the file,
+    key and expected value when the input is invalid.
+    """
+    text, directory, source = _prepare(scenario, base_dir)
+    raw = _native.simulate(text, base_dir=directory, source_name=source, seed=seed)
+    return _result(raw, text, source)
+
+
+def _result(raw: Mapping[str, Any], text: str, source: str) -> Result:
+    summary = pd.DataFrame.from_records(list(raw.get("summary") or []))
+    timeseries = pd.DataFrame(dict(raw.get("timeseries") or {}))
+    return Result(
+        summary=summary,
+        timeseries=timeseries,
+        link=dict(raw.get("link") or {}),
+        meta=dict(raw.get("meta") or {}),
+        packet_log=raw.get("packet_log"),
+        scenario_text=text,
+        source=source,
+    )
+
+
+def validate(scenario: ScenarioLike, *, base_dir: str | os.PathLike[str] | None = None) -> None:
+    """Check a scenario, including its traces, without running it."""
+    text, directory, source = _prepare(scenario, base_dir)
+    _native.validate_scenario(text, base_dir=directory, source_name=source)
+
+
+#: Duration fields the core reports in integer nanoseconds, and the unit to show them in.
+_TRACE_DURATIONS = {"duration": "s", "first_ts": "ms", "max_gap": "ms", "longest_outage": "ms"}
+
+
+def trace_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Statistics of a Mahimahi trace: duration, opportunities, mean and percentile
+    capacity (Mbit/s, 1500-byte lines as the trace READMEs), longest outage.
+
+    Durations are returned with their unit in the key (``duration_s``, ``max_gap_ms``,
+    ``longest_outage_ms``, ``first_ts_ms``).
+    """
+    info = _native.trace_info(os.fspath(path))
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        unit = _TRACE_DURATIONS.get(key)
+        if unit is not None and isinstance(value, int) and not isinstance(value, bool):
+            out[f"{key}_{unit}"] = value / (1e9 if unit == "s" else 1e6)
+        else:
+            out[key] = value
+    return out
+
+
+def schemes() -> list[str]:
+    """Names of the congestion-control schemes the simulator implements."""
+    return _native.schemes()
+
+
+# -- comparisons ----------------------------------------------------------------------
+
+_QUEUE_KINDS = ("infinite", "droptail", "drophead")
+_QUEUE_LIMITS = ("packets", "bytes")
+
+
+def parse_queue(spec: str, *, option: str = "queue") -> dict[str, Any]:
+    """Parse a queue spec such as ``droptail:packets=100`` or ``infinite`` into the
+    scenario's ``queue`` table; errors name ``option``."""
+    kind, _, args = spec.strip().partition(":")
+    kind = kind.strip()
+    if kind not in _QUEUE_KINDS:
+        raise UsageError(
+            f"{option}: unknown queue kind {kind!r}; expected one of: {', '.join(_QUEUE_KINDS)}"
+        )
+    queue: dict[str, Any] = {"kind": kind}
+    for item in filter(None, (part.strip() for part in args.split(","))):
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or name not in _QUEUE_LIMITS:
+            raise UsageError(
+                f"{option}: bad queue argument {item!r}; expected packets=N and/or bytes=N"
+            )
+        try:
+            number = int(value)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise UsageError(f"{option}: {name} must be an integer >= 1, got {value.strip()!r}")
+        queue[name] = number
+    if kind == "infinite" and len(queue) > 1:
+        raise UsageError(f"{option}: the infinite queue takes no limits")
+    if kind != "infinite" and len(queue) == 1:
+        raise UsageError(f"{option}: {kind} needs a limit, e.g. {kind}:packets=100")
+    return queue
+
+
+def format_queue(queue: Mapping[str, Any]) -> str:
+    """Human label of a queue table, e.g. ``droptail 100 pkts``."""
+    kind = str(queue.get("kind", "infinite"))
+    if kind == "infinite":
+        return "infinite queue"
+    limits = []
+    if "packets" in queue:
+        limits.append(f"{queue['packets']} pkts")
+    if "bytes" in queue:
+        limits.append(f"{queue['bytes']} B")
+    return f"{kind} {' / '.join(limits)}".strip()
+
+
+def queue_spec(queue: Mapping[str, Any]) -> str:
+    """Inverse of :func:`parse_queue` (for printing the command that reproduces a run)."""
+    args = ",".join(f"{k}={queue[k]}" for k in _QUEUE_LIMITS if k in queue)
+    return f"{queue['kind']}:{args}" if args else str(queue["kind"])
+
+
+@dataclass
+class Comparison:
+    """One scenario per scheme on the same path; see :func:`compare`."""
+
+    trace: Path
+    uplink_trace: Path | None
+    uplink_mbps: float | None
+    schemes: list[str]
+    delay_ms: float
+    queue: dict[str, Any]
+    duration_s: float
+    seed: int
+    bin_ms: float
+    results: dict[str, Result] = field(default_factory=dict)
+
+    @property
+    def trace_label(self) -> str:
+        return self.trace.name
+
+    @property
+    def path_label(self) -> str:
+        """E.g. ``lte-driving.down, 10 ms one-way, droptail 100 pkts``."""
+        return f"{self.trace_label}, {self.delay_ms:g} ms one-way, {format_queue(self.queue)}"
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """Flow rows of every scheme in one table, with ``trace`` and ``queue`` columns."""
+        frames = []
+        for scheme, result in self.results.items():
+            rows = result.flows.copy()
+            if "scheme" not in rows.columns:
+                rows.insert(0, "scheme", scheme)
+            rows.insert(0, "trace", self.trace_label)
+            rows.insert(1, "queue", format_queue(self.queue))
+            frames.append(rows)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def command(self, out_dir: str | os.PathLike[str] | None = None) -> str:
+        """The ``cellcc compare`` command line that reproduces this comparison."""
+        import shlex
+
+        argv = ["cellcc", "compare", "--trace", os.fspath(self.trace)]
+        if self.uplink_trace is not None:
+            argv += ["--uplink-trace", os.fspath(self.uplink_trace)]
+        argv += [
+            "--schemes", ",".join(self.schemes),
+            "--delay-ms", f"{self.delay_ms:g}",
+            "--queue", queue_spec(self.queue),
+            "--duration", f"{self.duration_s:g}",
+            "--seed", str(self.seed),
+            "--bin-ms", f"{self.bin_ms:g}",
+        ]  # fmt: skip
+        if out_dir is not None:
+            argv += ["--out", os.fspath(out_dir)]
+        return shlex.join(argv)
+
+    def scenario(self, scheme: str) -> dict[str, Any]:
+        """The scenario (as a dict) that runs ``scheme`` on this path."""
+        uplink: dict[str, Any]
+        if self.uplink_trace is not None:
+            uplink = {"trace": os.fspath(self.uplink_trace)}
+        else:
+            uplink = {"rate_mbps": float(self.uplink_mbps or DEFAULT_UPLINK_MBPS)}
+        uplink.update({"delay_ms": float(self.delay_ms), "queue": dict(self.queue)})
+        return {
+            "name": f"{scheme}-on-{self.trace.stem}",
+            "duration_s": float(self.duration_s),
+            "seed": int(self.seed),
+            "downlink": {
+                "trace": os.fspath(self.trace),
+                "mode": "loop",
+                "delay_ms": float(self.delay_ms),
+                "queue": dict(self.queue),
+            },
+            "uplink": uplink,
+            "flows": [{"scheme": scheme}],
+            "metrics": {"bin_ms": float(self.bin_ms)},
+        }
+
+
+def compare(
+    trace: str | os.PathLike[str],
+    *,
+    schemes: Sequence[str],
+    uplink_trace: str | os.PathLike[str] | None = None,
+    delay_ms: float = 10.0,
+    queue: str | Mapping[str, Any] = "droptail:packets=100",
+    duration_s: float = 30.0,
+    seed: int = 1,
+    bin_ms: float = 500.0,
+    base_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[str, bool], None] | None = None,
+) -> Comparison:
+    """Run one single-flow scenario per scheme on the same path.
+
+    The path follows Pantheon and the C2TCP harnesses: ``trace`` is the downlink
+    (data direction); the uplink is ``uplink_trace``, else the ``.up`` sibling of a
+    ``.down`` trace if it exists, else a constant 100 Mbit/s link. ``delay_ms`` is the
+    one-way propagation delay of each direction (``mm-delay``) and ``queue`` applies to
+    both directions. Every scheme runs with the same seed. All scenarios are validated
+    before the first one runs. ``progress(scheme, finished)`` is called before and after
+    each run.
+    """
+    from cellcc.traces import uplink_sibling
+
+    known = _native.schemes()
+    names = [name.strip() for name in schemes if name.strip()]
+    if not names:
+        raise UsageError("schemes: expected at least one scheme")
+    for name in names:
+        if name not in known:
+            raise UsageError(
+                f"schemes: unknown scheme {name!r}; expected one of: {', '.join(known)}"
+            )
+    if len(set(names)) != len(names):
+        raise UsageError(f"schemes: duplicate scheme in {', '.join(names)}")
+    queue_table = parse_queue(queue) if isinstance(queue, str) else dict(queue)
+    trace_path = Path(trace)
+    up = Path(uplink_trace) if uplink_trace is not None else uplink_sibling(trace_path)
+    comparison = Comparison(
+        trace=trace_path,
+        uplink_trace=up,
+        uplink_mbps=None if up is not None else DEFAULT_UPLINK_MBPS,
+        schemes=names,
+        delay_ms=float(delay_ms),
+        queue=queue_table,
+        duration_s=float(duration_s),
+        seed=int(seed),
+        bin_ms=float(bin_ms),
+    )
+    scenarios = {name: comparison.scenario(name) for name in names}
+    for scenario in scenarios.values():
+        validate(scenario, base_dir=base_dir)
+    for name, scenario in scenarios.items():
+        if progress is not None:
+            progress(name, False)
+        comparison.results[name] = simulate(scenario, base_dir=base_dir)
+        if progress is not None:
+            progress(name, True)
+    return comparison

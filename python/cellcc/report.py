@@ -1,0 +1,312 @@
+"""HTML reports: summary tables, plots, the command behind every plot, provenance.
+
+A report is one self-contained ``index.html`` (inline CSS, no scripts, no network) next to
+the PNGs and result files it links with relative paths, so the directory can be moved or
+archived as a whole. Each plot is captioned with the command that regenerates it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cellcc.api import Comparison, format_queue
+from cellcc.results import (
+    PROVENANCE_FILE,
+    provenance,
+    write_csv_atomic,
+    write_json_atomic,
+    write_parquet_atomic,
+    write_text_atomic,
+)
+
+__all__ = ["Plot", "Section", "table_html", "write_comparison", "write_report"]
+
+REPORT_FILE = "index.html"
+
+#: Summary columns shown in report tables, with their headers (docs/metrics.md).
+TABLE_COLUMNS = {
+    "scheme": "scheme",
+    "throughput_mbps": "throughput (Mbit/s)",
+    "utilisation": "utilisation",
+    "owd_mean_ms": "mean OWD (ms)",
+    "owd_p95_ms": "p95 OWD (ms)",
+    "qdelay_mean_ms": "mean queueing delay (ms)",
+    "qdelay_p95_ms": "p95 queueing delay (ms)",
+    "rtt_mean_ms": "mean RTT (ms)",
+    "pantheon_loss_rate": "loss rate",
+    "retransmits": "retransmits",
+}
+
+
+@dataclass
+class Plot:
+    """One image in a report; ``path`` is where the PNG is on disk."""
+
+    path: Path
+    caption: str
+    command: str
+
+
+@dataclass
+class Section:
+    """A block of a report: text, the commands behind it, a table and plots."""
+
+    title: str
+    description: str = ""
+    commands: list[tuple[str, str]] = field(default_factory=list)
+    table: pd.DataFrame | None = None
+    plots: list[Plot] = field(default_factory=list)
+    files: list[tuple[str, Path]] = field(default_factory=list)
+
+
+def format_cell(value: Any) -> str:
+    """A table cell: 3 significant digits, "—" for a missing value."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+            return f"{value:.3g}"
+        return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def table_html(frame: pd.DataFrame, columns: Mapping[str, str] = TABLE_COLUMNS) -> str:
+    """An HTML table of ``frame`` restricted to ``columns`` that it has (all if none)."""
+    shown = [c for c in columns if c in frame.columns] or list(frame.columns)
+    head = "".join(f"<th>{html.escape(columns.get(c, c))}</th>" for c in shown)
+    rows = []
+    for record in frame[shown].astype(object).to_dict(orient="records"):
+        cells = "".join(
+            f'<td class="{"num" if isinstance(record[c], int | float) else "txt"}">'
+            f"{html.escape(format_cell(record[c]))}</td>"
+            for c in shown
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif;
+       margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; }
+h2 { font-size: 1.25rem; border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.4rem; }
+table { border-collapse: collapse; margin: .8rem 0; font-size: .9rem; }
+th, td { border: 1px solid #ddd; padding: .3rem .6rem; }
+th { background: #f3f3f3; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 1.2rem 0; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: .9rem; color: #333; }
+pre { background: #f6f6f6; padding: .5rem .7rem; overflow-x: auto; font-size: .82rem;
+      white-space: pre-wrap; word-break: break-all; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(30rem, 1fr)); gap: 1rem; }
+footer { margin-top: 3rem; border-top: 1px solid #ddd; font-size: .8rem; color: #444; }
+footer td, footer th { font-size: .8rem; }
+"""
+
+
+def _rel(path: Path, root: Path) -> str:
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def _section_html(section: Section, root: Path) -> str:
+    parts = [f"<section><h2>{html.escape(section.title)}</h2>"]
+    if section.description:
+        parts.append(f"<p>{html.escape(section.description)}</p>")
+    for label, command in section.commands:
+        parts.append(f"<p>{html.escape(label)}</p><pre>{html.escape(command)}</pre>")
+    if section.table is not None and not section.table.empty:
+        parts.append(table_html(section.table))
+    if section.plots:
+        parts.append('<div class="grid">')
+        for plot in section.plots:
+            src = html.escape(_rel(plot.path, root), quote=True)
+            parts.append(
+                f'<figure><img src="{src}" alt="{html.escape(plot.caption, quote=True)}">'
+                f"<figcaption>{html.escape(plot.caption)}. Regenerate with:"
+                f"<pre>{html.escape(plot.command)}</pre></figcaption></figure>"
+            )
+        parts.append("</div>")
+    if section.files:
+        links = ", ".join(
+            f'<a href="{html.escape(_rel(path, root), quote=True)}">{html.escape(label)}</a>'
+            for label, path in section.files
+        )
+        parts.append(f"<p>Data: {links}</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _provenance_html(record: Mapping[str, Any]) -> str:
+    rows = [
+        ("cellcc", record.get("cellcc_version")),
+        ("git revision", record.get("git_revision")),
+        ("seed", record.get("seed")),
+        ("created (UTC)", record.get("created_utc")),
+        ("python", record.get("python")),
+        ("platform", record.get("platform")),
+    ]
+    rows += [(name, version) for name, version in (record.get("versions") or {}).items()]
+    rows.append(("command", record.get("command")))
+    body = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows
+    )
+    return f"<footer><p>Provenance</p><table>{body}</table></footer>"
+
+
+def write_report(
+    out_dir: str | os.PathLike[str],
+    *,
+    title: str,
+    sections: Sequence[Section],
+    provenance_record: Mapping[str, Any],
+    intro: str = "",
+) -> Path:
+    """Write ``<out_dir>/index.html`` atomically and return its path."""
+    root = Path(out_dir)
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    if intro:
+        body.append(f"<p>{html.escape(intro)}</p>")
+    body += [_section_html(section, root) for section in sections]
+    body.append(_provenance_html(provenance_record))
+    page = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+    return write_text_atomic(root / REPORT_FILE, page)
+
+
+# -- comparisons ----------------------------------------------------------------------
+
+
+def _capacity_frame(comparison: Comparison) -> pd.DataFrame | None:
+    """Downlink capacity per bin computed from the trace (used when the time series has
+    no link rows with ``capacity_mbps``)."""
+    from cellcc.traces import capacity_series, read_trace
+
+    try:
+        stamps = read_trace(comparison.trace)
+    except Exception:  # the simulator already validated the trace; a plot is optional
+        return None
+    t_s, mbps = capacity_series(stamps, duration_s=comparison.duration_s, bin_ms=comparison.bin_ms)
+    return pd.DataFrame({"t_s": t_s, "capacity_mbps": mbps})
+
+
+def write_comparison(
+    comparison: Comparison,
+    out_dir: str | os.PathLike[str],
+    *,
+    command: str | None = None,
+    commands_before: Sequence[tuple[str, str]] = (),
+    write_index: bool = True,
+) -> Section:
+    """Save a :class:`cellcc.api.Comparison`: per-scheme results (``<out>/<scheme>/``),
+    the combined summary (JSON/CSV/Parquet), provenance, the throughput-delay scatters,
+    one time-series plot per scheme and (``write_index``) an ``index.html``.
+
+    ``command`` is the command that regenerates everything (default: the equivalent
+    ``cellcc compare`` command line); ``commands_before`` are steps to run first (such
+    as generating the trace). Returns the report section describing the comparison.
+    """
+    from cellcc import plots
+
+    out = Path(out_dir)
+    command = command or comparison.command(out)
+    for scheme, result in comparison.results.items():
+        result.save(out / scheme, command=command)
+
+    summary = comparison.summary
+    record = provenance(
+        seed=comparison.seed,
+        command=command,
+        extra={
+            "comparison": {
+                "trace": os.fspath(comparison.trace),
+                "uplink_trace": None
+                if comparison.uplink_trace is None
+                else os.fspath(comparison.uplink_trace),
+                "uplink_mbps": comparison.uplink_mbps,
+                "schemes": comparison.schemes,
+                "delay_ms": comparison.delay_ms,
+                "queue": comparison.queue,
+                "duration_s": comparison.duration_s,
+                "bin_ms": comparison.bin_ms,
+            },
+            "scenarios": {s: r.scenario_text for s, r in comparison.results.items()},
+        },
+    )
+    write_json_atomic(out / "summary.json", {"summary": summary.to_dict(orient="records")})
+    write_csv_atomic(out / "summary.csv", summary)
+    write_parquet_atomic(out / "summary.parquet", summary, provenance=record)
+    write_json_atomic(out / PROVENANCE_FILE, record)
+
+    styles = plots.scheme_styles(comparison.schemes)
+    subtitle = f"{comparison.path_label}, {comparison.duration_s:g} s, seed {comparison.seed}"
+    section = Section(
+        title=f"{comparison.trace_label}: {', '.join(comparison.schemes)}",
+        description=(
+            f"One flow per run, {comparison.duration_s:g} s of simulated time, seed "
+            f"{comparison.seed}. Downlink trace {comparison.trace_label}; uplink "
+            + (
+                comparison.uplink_trace.name
+                if comparison.uplink_trace is not None
+                else f"constant {comparison.uplink_mbps:g} Mbit/s"
+            )
+            + f"; {comparison.delay_ms:g} ms one-way propagation delay each way; "
+            f"{format_queue(comparison.queue)} in both directions."
+        ),
+        commands=[*commands_before, ("Regenerate this section:", command)],
+        table=summary,
+    )
+    scatter_captions = {
+        "owd_p95_ms": "Throughput vs 95th-percentile one-way delay (Pantheon convention)",
+        "qdelay_mean_ms": "Throughput vs average queueing delay (C2TCP convention)",
+    }
+    for delay, path in plots.summary_plots(summary, out, title_suffix=subtitle, styles=styles):
+        section.plots.append(Plot(path, scatter_captions.get(delay, delay), command))
+
+    capacity = None
+    for scheme, result in comparison.results.items():
+        ts = result.timeseries
+        link_rows = ts[ts["flow"] < 0] if "flow" in ts.columns else ts.iloc[0:0]
+        has_capacity = (
+            "capacity_mbps" in link_rows.columns and link_rows["capacity_mbps"].notna().any()
+        )
+        if not has_capacity and capacity is None:
+            capacity = _capacity_frame(comparison)
+        figure = plots.timeseries_figure(
+            ts,
+            title=f"{scheme} on {comparison.trace_label}",
+            subtitle=subtitle,
+            capacity=capacity,
+            styles=styles,
+            flow_labels={0: scheme},
+        )
+        path = plots.save(figure, out / f"timeseries-{scheme}.png")
+        section.plots.append(
+            Plot(path, f"{scheme}: throughput, queueing delay and cwnd over time", command)
+        )
+        section.files.append((f"{scheme} results", out / scheme / "summary.csv"))
+    section.files.insert(0, ("summary.csv", out / "summary.csv"))
+
+    if write_index:
+        write_report(
+            out,
+            title=f"cellcc comparison on {comparison.trace_label}",
+            sections=[section],
+            provenance_record=record,
+        )
+    return section

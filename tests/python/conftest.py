@@ -1,0 +1,53 @@
+"""Shared fixtures.
+
+* ``fake_core`` replaces the compiled core by ``fake_core.FakeCore`` for tests of the
+  Python layer alone.
+* ``native`` marks tests that need the compiled core. They are skipped when it is not
+  built, except under ``CELLCC_REQUIRE_NATIVE=1`` (set by ``make test`` and so in CI),
+  where a missing core is a failure.
+* ``shared_traces`` is the directory of the real (GPL) traces kept beside the checkout;
+  tests using it skip when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cellcc import _native
+from fake_core import FakeCore
+
+SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+
+
+@pytest.fixture
+def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
+    core = FakeCore()
+    monkeypatch.setattr(_native, "_core", core)
+    return core
+
+
+@pytest.fixture
+def native() -> None:
+    if not _native.AVAILABLE:
+        if os.environ.get("CELLCC_REQUIRE_NATIVE") == "1":
+            pytest.fail("cellcc._core is not built but CELLCC_REQUIRE_NATIVE=1")
+        pytest.skip("cellcc._core is not built (run `make build`)")
+
+
+@pytest.fixture
+def shared_traces() -> Path:
+    if not (SHARED_TRACES / "mahimahi").is_dir():
+        pytest.skip(f"shared traces not found beside the checkout ({SHARED_TRACES.name}/)")
+    return SHARED_TRACES
+
+
+@pytest.fixture
+def tiny_trace(tmp_path: Path) -> Path:
+    """A 2 s synthetic downlink trace with its .up sibling."""
+    from cellcc import synthetic
+
+    down, _up = synthetic.write_preset("lte-stationary", tmp_path / "traces", duration_s=2.0)
+    return down

@@ -1,0 +1,92 @@
+"""The command line end to end through the compiled core."""
+
+from html.parser import HTMLParser
+
+import pytest
+from typer.testing import CliRunner
+
+from cellcc import api, synthetic
+from cellcc.cli import app
+
+pytestmark = pytest.mark.usefixtures("native")
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+class Images(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.src = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.src.append(dict(attrs)["src"])
+
+
+def test_run_scenario_file(tmp_path):
+    synthetic.write_preset("lte-stationary", tmp_path / "traces", duration_s=3.0)
+    path = tmp_path / "s.toml"
+    path.write_text(
+        api.scenario_text(
+            {
+                "name": "cli-native",
+                "duration_s": 2.0,
+                "downlink": {"trace": "traces/lte-stationary.down", "delay_ms": 10.0},
+                "uplink": {"rate_mbps": 100.0, "delay_ms": 10.0},
+                "flows": [{"scheme": "bbr"}],
+            }
+        )
+    )
+    result = invoke("run", path, "--out", tmp_path / "out", "--seed", 2)
+    assert result.exit_code == 0, result.output
+    assert "cli-native (seed 2)" in result.stdout
+    assert (tmp_path / "out" / "timeseries.parquet").is_file()
+
+
+def test_compare_two_schemes_on_a_tiny_trace(tmp_path):
+    down, _ = synthetic.write_preset("lte-driving", tmp_path / "traces", duration_s=3.0)
+    out = tmp_path / "cmp"
+    result = invoke(
+        "compare", "--trace", down, "--schemes", "cubic,newreno", "--duration", 3,
+        "--bin-ms", 250, "--out", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    parser = Images()
+    parser.feed((out / "index.html").read_text())
+    assert len(parser.src) == 4
+    for src in parser.src:
+        assert (out / src).is_file()
+
+
+def test_traces_info(tmp_path):
+    down, _ = synthetic.write_preset("lte-driving", tmp_path, duration_s=2.0)
+    result = invoke("traces", "info", down)
+    assert result.exit_code == 0, result.output
+    assert "duration" in result.stdout and "longest outage" in result.stdout
+
+
+def test_bad_file_and_bad_scheme_are_one_line_errors(tmp_path):
+    result = invoke("run", tmp_path / "absent.toml")
+    assert result.exit_code == 2 and "absent.toml" in result.stderr
+    down, _ = synthetic.write_preset("lte-driving", tmp_path, duration_s=1.0)
+    result = invoke("compare", "--trace", down, "--schemes", "cubic,vegass")
+    assert result.exit_code == 2
+    assert "--schemes" in result.stderr and "vegass" in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_demo_writes_a_report(tmp_path):
+    out = tmp_path / "demo"
+    result = invoke("demo", "--out", out, "--duration", 5)
+    assert result.exit_code == 0, result.output
+    index = out / "index.html"
+    assert str(index) in result.stdout.replace("\n", "")
+    parser = Images()
+    parser.feed(index.read_text())
+    assert len(parser.src) >= 2 * (2 + 3)
+    for src in parser.src:
+        assert (out / src).is_file()

@@ -1,0 +1,63 @@
+import json
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from cellcc import results
+
+
+def test_atomic_text_write_replaces_and_leaves_no_temporaries(tmp_path):
+    path = tmp_path / "sub" / "a.txt"
+    results.write_text_atomic(path, "one")
+    results.write_text_atomic(path, "two")
+    assert path.read_text() == "two"
+    assert [p.name for p in path.parent.iterdir()] == ["a.txt"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    path = tmp_path / "a.csv"
+    results.write_text_atomic(path, "old")
+
+    class Broken:
+        def to_csv(self, handle, index):
+            handle.write("partial")
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        results.write_csv_atomic(path, Broken())
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.csv"]
+
+
+def test_json_is_strict_nan_becomes_null(tmp_path):
+    path = results.write_json_atomic(
+        tmp_path / "x.json",
+        {"a": float("nan"), "b": np.float64(1.5), "c": np.int64(2), "d": [math.inf], "p": tmp_path},
+    )
+    data = json.loads(path.read_text())
+    assert data == {"a": None, "b": 1.5, "c": 2, "d": [None], "p": str(tmp_path)}
+
+
+def test_parquet_carries_provenance(tmp_path):
+    frame = pd.DataFrame({"flow": [0, -1], "throughput_mbps": [1.0, float("nan")]})
+    record = results.provenance(seed=3, scenario_text="duration_s = 1.0\n", command="cellcc x")
+    path = results.write_parquet_atomic(tmp_path / "s.parquet", frame, provenance=record)
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[results.PARQUET_PROVENANCE_KEY])
+    assert meta["seed"] == 3 and meta["command"] == "cellcc x"
+    pd.testing.assert_frame_equal(table.to_pandas(), frame)
+
+
+def test_provenance_fields():
+    record = results.provenance(seed=9, scenario_text="x = 1\n", command="cellcc run x.toml")
+    for key in ("cellcc_version", "git_revision", "seed", "command", "python", "versions"):
+        assert key in record
+    assert set(record["versions"]) == {"numpy", "pandas", "pyarrow", "matplotlib"}
+    assert record["versions"]["numpy"] == np.__version__
+    assert record["scenario"] == "x = 1\n"
+    revision = record["git_revision"]
+    assert revision == "unknown" or re.fullmatch(r"[0-9a-f]{40}(-dirty)?", revision)
