@@ -19,7 +19,10 @@ pub struct DelayLine<T> {
 
 impl<T> DelayLine<T> {
     pub fn new(delay: Dur) -> Self {
-        DelayLine { delay, in_flight: VecDeque::new() }
+        DelayLine {
+            delay,
+            in_flight: VecDeque::new(),
+        }
     }
 
     pub fn delay(&self) -> Dur {
@@ -32,7 +35,9 @@ impl<T> DelayLine<T> {
     pub fn push(&mut self, now: Time, item: T) {
         let release = now.saturating_add(self.delay);
         debug_assert!(
-            self.in_flight.back().is_none_or(|&(last, _)| last <= release),
+            self.in_flight
+                .back()
+                .is_none_or(|&(last, _)| last <= release),
             "pushes must be in time order for a fixed delay to stay FIFO"
         );
         self.in_flight.push_back((release, item));
@@ -79,7 +84,10 @@ mod tests {
         assert_eq!(line.pop_ready(Time::from_ms(10) - Dur(1)), None);
         assert_eq!(line.pop_ready(Time::from_ms(10)), Some('a'));
         assert_eq!(line.pop_ready(Time::from_ms(12)), None);
-        assert_eq!(line.pop_ready_with_time(Time::from_ms(20)), Some((Time::from_ms(13), 'b')));
+        assert_eq!(
+            line.pop_ready_with_time(Time::from_ms(20)),
+            Some((Time::from_ms(13), 'b'))
+        );
         assert!(line.is_empty());
         assert_eq!(line.next_wakeup(), None);
     }

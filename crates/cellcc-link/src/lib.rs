@@ -66,6 +66,9 @@ mod trace;
 pub use delay::DelayLine;
 pub use link::{Departure, EnqueueResult, Link, LinkStats};
 pub use loss::{BernoulliLoss, LossError};
-pub use queue::{DropReason, DroppedPacket, Fifo, Limits, Overflow, PacketQueue, QueueSpec, QueueSpecError, Queued};
+pub use queue::{
+    DropReason, DroppedPacket, Fifo, Limits, Overflow, PacketQueue, QueueSpec, QueueSpecError,
+    Queued,
+};
 pub use service::{LinkConfigError, LinkService, TraceMode, MAHIMAHI_FRAMING_BYTES};
 pub use trace::{Trace, TraceError, TraceStats, NOMINAL_PACKET_BYTES, OPPORTUNITY_BYTES};

@@ -88,8 +88,14 @@ struct Partial<T> {
 
 #[derive(Debug)]
 enum Engine<T> {
-    Trace { opportunities: Opportunities, in_transit: Option<Partial<T>> },
-    Constant { serializer: Serializer, in_transit: Option<(Queued<T>, Time)> },
+    Trace {
+        opportunities: Opportunities,
+        in_transit: Option<Partial<T>>,
+    },
+    Constant {
+        serializer: Serializer,
+        in_transit: Option<(Queued<T>, Time)>,
+    },
 }
 
 /// One direction of a bottleneck: queue + service. See the module docs.
@@ -119,12 +125,23 @@ impl<T> Link<T> {
         service.validate()?;
         let queue = queue.build()?;
         let engine = match &service {
-            LinkService::Trace { trace, mode } => {
-                Engine::Trace { opportunities: Opportunities::new(trace.clone(), *mode), in_transit: None }
-            }
-            LinkService::Constant { rate, .. } => Engine::Constant { serializer: Serializer::new(*rate), in_transit: None },
+            LinkService::Trace { trace, mode } => Engine::Trace {
+                opportunities: Opportunities::new(trace.clone(), *mode),
+                in_transit: None,
+            },
+            LinkService::Constant { rate, .. } => Engine::Constant {
+                serializer: Serializer::new(*rate),
+                in_transit: None,
+            },
         };
-        Ok(Link { service, engine, queue, departures: VecDeque::new(), drops: VecDeque::new(), stats: LinkStats::default() })
+        Ok(Link {
+            service,
+            engine,
+            queue,
+            departures: VecDeque::new(),
+            drops: VecDeque::new(),
+            stats: LinkStats::default(),
+        })
     }
 
     pub fn service(&self) -> &LinkService {
@@ -134,24 +151,29 @@ impl<T> Link<T> {
     /// Largest IP length the link accepts: 1500 on a trace link, `None` (no limit) on a
     /// constant-rate link.
     pub fn max_ip_len(&self) -> Option<u32> {
-        self.service.max_charged_bytes().map(|max| max.saturating_sub(self.service.framing_bytes()))
+        self.service
+            .max_charged_bytes()
+            .map(|max| max.saturating_sub(self.service.framing_bytes()))
     }
 
     /// Serves everything due at or before `now` (see the module docs), then offers the
     /// packet to the queue. The link charges `ip_len` plus its framing bytes.
     pub fn enqueue(&mut self, now: Time, item: T, ip_len: u32) -> EnqueueResult<T> {
         self.advance(now);
-        let charged = ip_len.checked_add(self.service.framing_bytes());
-        let fits = match (charged, self.service.max_charged_bytes()) {
-            (None, _) => false,
-            (Some(charged), Some(max)) => charged <= max,
-            (Some(_), None) => true,
-        };
-        let Some(charged_bytes) = charged.filter(|_| fits) else {
+        let max = self.service.max_charged_bytes();
+        let charged = ip_len
+            .checked_add(self.service.framing_bytes())
+            .filter(|&charged| max.is_none_or(|max| charged <= max));
+        let Some(charged_bytes) = charged else {
             self.stats.drops_too_big += 1;
             return EnqueueResult::Dropped(item);
         };
-        let packet = Queued { item, ip_len, charged_bytes, enqueued_at: now };
+        let packet = Queued {
+            item,
+            ip_len,
+            charged_bytes,
+            enqueued_at: now,
+        };
         let drops_before = self.drops.len();
         if let Err(rejected) = self.queue.enqueue(now, packet, &mut self.drops) {
             self.stats.drops_queue_full += 1;
@@ -165,7 +187,11 @@ impl<T> Link<T> {
                 DropReason::TooBig => self.stats.drops_too_big += 1,
             }
         }
-        if let Engine::Constant { serializer, in_transit: in_transit @ None } = &mut self.engine {
+        if let Engine::Constant {
+            serializer,
+            in_transit: in_transit @ None,
+        } = &mut self.engine
+        {
             // An idle serialiser starts at once; `advance(now)` left nothing due.
             if let Some(next) = self.queue.dequeue(now, &mut self.drops) {
                 let finish = serializer.start(now, next.charged_bytes);
@@ -179,23 +205,36 @@ impl<T> Link<T> {
     /// before `now`, appending departures in order.
     pub fn advance(&mut self, now: Time) {
         match &mut self.engine {
-            Engine::Trace { opportunities, in_transit } => {
-                while let Some(at) = opportunities.next_at().filter(|&at| at < now) {
+            Engine::Trace {
+                opportunities,
+                in_transit,
+            } => {
+                while let Some(at) = opportunities.next_at().filter(|&at| at <= now) {
                     if in_transit.is_none() && self.queue.is_empty() {
                         // Nothing to send until the next arrival: every opportunity up
                         // to `now` is wasted whole.
                         let skipped = opportunities.skip_through(now);
                         self.stats.opportunities += skipped;
-                        self.stats.wasted_bytes += skipped.saturating_mul(u64::from(OPPORTUNITY_BYTES));
+                        self.stats.wasted_bytes +=
+                            skipped.saturating_mul(u64::from(OPPORTUNITY_BYTES));
                         break;
                     }
-                    serve_opportunity(at, in_transit, &mut self.queue, &mut self.drops, &mut self.departures, &mut self.stats);
+                    serve_opportunity(
+                        at,
+                        in_transit,
+                        &mut self.queue,
+                        &mut self.drops,
+                        &mut self.departures,
+                        &mut self.stats,
+                    );
                     opportunities.step();
                 }
             }
-            Engine::Constant { serializer, in_transit } => {
-                while let Some((_, finish)) = in_transit.as_ref().filter(|(_, finish)| *finish <= now) {
-                    let finish = *finish;
+            Engine::Constant {
+                serializer,
+                in_transit,
+            } => {
+                while let Some(finish) = in_transit.as_ref().map(|s| s.1).filter(|&f| f <= now) {
                     let (packet, _) = in_transit.take().expect("matched just above");
                     depart(packet, finish, &mut self.departures, &mut self.stats);
                     if let Some(next) = self.queue.dequeue(finish, &mut self.drops) {
@@ -225,7 +264,10 @@ impl<T> Link<T> {
     /// transmission's finish time. `None` when idle, or when a `Once` trace has ended.
     pub fn next_wakeup(&self) -> Option<Time> {
         match &self.engine {
-            Engine::Trace { opportunities, in_transit } => {
+            Engine::Trace {
+                opportunities,
+                in_transit,
+            } => {
                 if in_transit.is_some() || !self.queue.is_empty() {
                     opportunities.next_at()
                 } else {
@@ -281,11 +323,17 @@ fn serve_opportunity<T>(
         let partial = match in_transit {
             Some(partial) => partial,
             None => match queue.dequeue(at, drops) {
-                Some(packet) => in_transit.insert(Partial { bytes_left: packet.charged_bytes, packet }),
+                Some(packet) => in_transit.insert(Partial {
+                    bytes_left: packet.charged_bytes,
+                    packet,
+                }),
                 None => break,
             },
         };
-        debug_assert!(partial.packet.enqueued_at < at, "arrivals at `at` are enqueued after it is served");
+        debug_assert!(
+            partial.packet.enqueued_at < at,
+            "arrivals at `at` are enqueued after it is served"
+        );
         let sent = budget.min(partial.bytes_left);
         partial.bytes_left -= sent;
         budget -= sent;
@@ -301,9 +349,19 @@ fn serve_opportunity<T>(
     }
 }
 
-fn depart<T>(packet: Queued<T>, at: Time, departures: &mut VecDeque<Departure<T>>, stats: &mut LinkStats) {
+fn depart<T>(
+    packet: Queued<T>,
+    at: Time,
+    departures: &mut VecDeque<Departure<T>>,
+    stats: &mut LinkStats,
+) {
     stats.packets_departed += 1;
     stats.ip_bytes_departed += u64::from(packet.ip_len);
     stats.charged_bytes_departed += u64::from(packet.charged_bytes);
-    departures.push_back(Departure { item: packet.item, ip_len: packet.ip_len, enqueued_at: packet.enqueued_at, departed_at: at });
+    departures.push_back(Departure {
+        item: packet.item,
+        ip_len: packet.ip_len,
+        enqueued_at: packet.enqueued_at,
+        departed_at: at,
+    });
 }

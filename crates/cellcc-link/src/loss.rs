@@ -33,7 +33,10 @@ pub struct BernoulliLoss {
 
 impl BernoulliLoss {
     /// No loss.
-    pub const NONE: BernoulliLoss = BernoulliLoss { p: 0.0, threshold: 0 };
+    pub const NONE: BernoulliLoss = BernoulliLoss {
+        p: 0.0,
+        threshold: 0,
+    };
 
     /// # Panics
     /// If `p` is not in [0, 1]; user input should go through [`BernoulliLoss::try_new`].
@@ -79,7 +82,10 @@ mod tests {
         assert!((0..1000).all(|_| BernoulliLoss::new(1.0).drops(&mut rng)));
         assert!(BernoulliLoss::try_new(1.5).is_err());
         assert!(BernoulliLoss::try_new(-0.1).is_err());
-        assert!(BernoulliLoss::try_new(f64::NAN).unwrap_err().to_string().contains("not in [0, 1]"));
+        assert!(BernoulliLoss::try_new(f64::NAN)
+            .unwrap_err()
+            .to_string()
+            .contains("not in [0, 1]"));
         assert_eq!(BernoulliLoss::new(0.5).threshold, 1 << 63);
     }
 

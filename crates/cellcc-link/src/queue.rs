@@ -89,7 +89,10 @@ pub enum QueueSpecError {
     #[error("{discipline} queue needs a limit: give `packets` and/or `bytes`")]
     NoLimit { discipline: &'static str },
     #[error("{discipline} queue: `{limit} = 0` is not a limit; use a positive value, or omit it for no {limit} limit")]
-    ZeroLimit { discipline: &'static str, limit: &'static str },
+    ZeroLimit {
+        discipline: &'static str,
+        limit: &'static str,
+    },
 }
 
 impl QueueSpec {
@@ -104,10 +107,16 @@ impl QueueSpec {
             return Err(QueueSpecError::NoLimit { discipline });
         }
         if packets == Some(0) {
-            return Err(QueueSpecError::ZeroLimit { discipline, limit: "packets" });
+            return Err(QueueSpecError::ZeroLimit {
+                discipline,
+                limit: "packets",
+            });
         }
         if bytes == Some(0) {
-            return Err(QueueSpecError::ZeroLimit { discipline, limit: "bytes" });
+            return Err(QueueSpecError::ZeroLimit {
+                discipline,
+                limit: "bytes",
+            });
         }
         Ok(())
     }
@@ -116,8 +125,12 @@ impl QueueSpec {
         self.validate()?;
         let fifo = match *self {
             QueueSpec::Infinite => Fifo::new(Limits::NONE, Overflow::Reject),
-            QueueSpec::DropTail { packets, bytes } => Fifo::new(Limits { packets, bytes }, Overflow::Reject),
-            QueueSpec::DropHead { packets, bytes } => Fifo::new(Limits { packets, bytes }, Overflow::DropHead),
+            QueueSpec::DropTail { packets, bytes } => {
+                Fifo::new(Limits { packets, bytes }, Overflow::Reject)
+            }
+            QueueSpec::DropHead { packets, bytes } => {
+                Fifo::new(Limits { packets, bytes }, Overflow::DropHead)
+            }
         };
         Ok(Discipline::Fifo(fifo))
     }
@@ -152,7 +165,12 @@ impl fmt::Display for QueueSpec {
 /// sojourn times. Packets dropped after acceptance go to `drops`.
 pub trait PacketQueue<T> {
     /// Offers an arrival. `Err` hands a rejected arrival back untouched.
-    fn enqueue(&mut self, now: Time, packet: Queued<T>, drops: &mut VecDeque<DroppedPacket<T>>) -> Result<(), Queued<T>>;
+    fn enqueue(
+        &mut self,
+        now: Time,
+        packet: Queued<T>,
+        drops: &mut VecDeque<DroppedPacket<T>>,
+    ) -> Result<(), Queued<T>>;
     /// Takes the next packet to send, if any.
     fn dequeue(&mut self, now: Time, drops: &mut VecDeque<DroppedPacket<T>>) -> Option<Queued<T>>;
     /// Packets waiting.
@@ -172,11 +190,15 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub const NONE: Limits = Limits { packets: None, bytes: None };
+    pub const NONE: Limits = Limits {
+        packets: None,
+        bytes: None,
+    };
 
     /// Mahimahi `DroppingPacketQueue::good_with`: both counts within their limits.
     fn allow(&self, packets: u64, bytes: u64) -> bool {
-        self.packets.is_none_or(|limit| packets <= limit) && self.bytes.is_none_or(|limit| bytes <= limit)
+        self.packets.is_none_or(|limit| packets <= limit)
+            && self.bytes.is_none_or(|limit| bytes <= limit)
     }
 }
 
@@ -201,7 +223,12 @@ pub struct Fifo<T> {
 
 impl<T> Fifo<T> {
     pub fn new(limits: Limits, overflow: Overflow) -> Self {
-        Fifo { packets: VecDeque::new(), bytes: 0, limits, overflow }
+        Fifo {
+            packets: VecDeque::new(),
+            bytes: 0,
+            limits,
+            overflow,
+        }
     }
 
     fn pop_front(&mut self) -> Option<Queued<T>> {
@@ -212,11 +239,19 @@ impl<T> Fifo<T> {
 }
 
 impl<T> PacketQueue<T> for Fifo<T> {
-    fn enqueue(&mut self, now: Time, packet: Queued<T>, drops: &mut VecDeque<DroppedPacket<T>>) -> Result<(), Queued<T>> {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        packet: Queued<T>,
+        drops: &mut VecDeque<DroppedPacket<T>>,
+    ) -> Result<(), Queued<T>> {
         let size = u64::from(packet.charged_bytes);
         match self.overflow {
             Overflow::Reject => {
-                if !self.limits.allow(self.packets.len() as u64 + 1, self.bytes + size) {
+                if !self
+                    .limits
+                    .allow(self.packets.len() as u64 + 1, self.bytes + size)
+                {
                     return Err(packet);
                 }
                 self.bytes += size;
@@ -227,7 +262,9 @@ impl<T> PacketQueue<T> for Fifo<T> {
                 self.packets.push_back(packet);
                 while !self.limits.allow(self.packets.len() as u64, self.bytes) {
                     // The loop ends at the latest when the queue is empty: limits are >= 1.
-                    let head = self.pop_front().expect("an empty queue is within any positive limit");
+                    let head = self
+                        .pop_front()
+                        .expect("an empty queue is within any positive limit");
                     drops.push_back(DroppedPacket {
                         item: head.item,
                         ip_len: head.ip_len,
@@ -241,7 +278,11 @@ impl<T> PacketQueue<T> for Fifo<T> {
         Ok(())
     }
 
-    fn dequeue(&mut self, _now: Time, _drops: &mut VecDeque<DroppedPacket<T>>) -> Option<Queued<T>> {
+    fn dequeue(
+        &mut self,
+        _now: Time,
+        _drops: &mut VecDeque<DroppedPacket<T>>,
+    ) -> Option<Queued<T>> {
         self.pop_front()
     }
 
@@ -262,7 +303,12 @@ pub(crate) enum Discipline<T> {
 }
 
 impl<T> PacketQueue<T> for Discipline<T> {
-    fn enqueue(&mut self, now: Time, packet: Queued<T>, drops: &mut VecDeque<DroppedPacket<T>>) -> Result<(), Queued<T>> {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        packet: Queued<T>,
+        drops: &mut VecDeque<DroppedPacket<T>>,
+    ) -> Result<(), Queued<T>> {
         match self {
             Discipline::Fifo(q) => q.enqueue(now, packet, drops),
         }
@@ -289,30 +335,70 @@ mod tests {
     use super::*;
 
     fn pkt(id: u32, charged: u32) -> Queued<u32> {
-        Queued { item: id, ip_len: charged - 4, charged_bytes: charged, enqueued_at: Time::ZERO }
+        Queued {
+            item: id,
+            ip_len: charged - 4,
+            charged_bytes: charged,
+            enqueued_at: Time::ZERO,
+        }
     }
 
     #[test]
     fn validation_names_the_problem() {
         assert!(QueueSpec::Infinite.validate().is_ok());
-        let none = QueueSpec::DropTail { packets: None, bytes: None };
-        assert_eq!(none.validate(), Err(QueueSpecError::NoLimit { discipline: "droptail" }));
-        assert!(none.validate().unwrap_err().to_string().contains("`packets` and/or `bytes`"));
-        let zero = QueueSpec::DropHead { packets: Some(0), bytes: Some(10) };
-        assert!(zero.validate().unwrap_err().to_string().contains("`packets = 0`"));
+        let none = QueueSpec::DropTail {
+            packets: None,
+            bytes: None,
+        };
+        assert_eq!(
+            none.validate(),
+            Err(QueueSpecError::NoLimit {
+                discipline: "droptail"
+            })
+        );
+        assert!(none
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("`packets` and/or `bytes`"));
+        let zero = QueueSpec::DropHead {
+            packets: Some(0),
+            bytes: Some(10),
+        };
+        assert!(zero
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("`packets = 0`"));
     }
 
     #[test]
     fn display_uses_mahimahi_spelling() {
         assert_eq!(QueueSpec::Infinite.to_string(), "infinite");
-        let q = QueueSpec::DropTail { packets: Some(100), bytes: Some(150_000) };
+        let q = QueueSpec::DropTail {
+            packets: Some(100),
+            bytes: Some(150_000),
+        };
         assert_eq!(q.to_string(), "droptail packets=100, bytes=150000");
-        assert_eq!(QueueSpec::DropHead { packets: None, bytes: Some(3000) }.to_string(), "drophead bytes=3000");
+        assert_eq!(
+            QueueSpec::DropHead {
+                packets: None,
+                bytes: Some(3000)
+            }
+            .to_string(),
+            "drophead bytes=3000"
+        );
     }
 
     #[test]
     fn drophead_drops_the_arrival_itself_if_it_alone_is_too_big() {
-        let mut q = Fifo::new(Limits { packets: None, bytes: Some(1000) }, Overflow::DropHead);
+        let mut q = Fifo::new(
+            Limits {
+                packets: None,
+                bytes: Some(1000),
+            },
+            Overflow::DropHead,
+        );
         let mut drops = VecDeque::new();
         q.enqueue(Time::ZERO, pkt(1, 500), &mut drops).unwrap();
         q.enqueue(Time::ZERO, pkt(2, 1504), &mut drops).unwrap();

@@ -24,7 +24,9 @@ use crate::trace::{Position, Trace, OPPORTUNITY_BYTES};
 pub const MAHIMAHI_FRAMING_BYTES: u32 = 4;
 
 /// Whether a trace link repeats its trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TraceMode {
     /// Repeat forever with period = last timestamp (Mahimahi's default).
@@ -60,13 +62,18 @@ impl LinkService {
 
     /// A constant-rate link with no per-packet framing.
     pub fn constant(rate: Bandwidth) -> Self {
-        LinkService::Constant { rate, framing_bytes: 0 }
+        LinkService::Constant {
+            rate,
+            framing_bytes: 0,
+        }
     }
 
     pub fn validate(&self) -> Result<(), LinkConfigError> {
         match self {
             LinkService::Trace { .. } => Ok(()),
-            LinkService::Constant { rate, .. } if rate.bits_per_sec == 0 => Err(LinkConfigError::ZeroRate),
+            LinkService::Constant { rate, .. } if rate.bits_per_sec == 0 => {
+                Err(LinkConfigError::ZeroRate)
+            }
             LinkService::Constant { .. } => Ok(()),
         }
     }
@@ -116,7 +123,12 @@ pub(crate) struct Opportunities {
 
 impl Opportunities {
     pub fn new(trace: Arc<Trace>, mode: TraceMode) -> Self {
-        let mut opportunities = Opportunities { trace, mode, next: Position { cycle: 0, index: 0 }, next_at: None };
+        let mut opportunities = Opportunities {
+            trace,
+            mode,
+            next: Position { cycle: 0, index: 0 },
+            next_at: None,
+        };
         opportunities.move_to(Position { cycle: 0, index: 0 });
         opportunities
     }
@@ -139,7 +151,10 @@ impl Opportunities {
         pos.index += 1;
         if pos.index == self.trace.len() {
             // Wrap: Mahimahi advances its time base by the last timestamp.
-            pos = Position { cycle: pos.cycle + 1, index: 0 };
+            pos = Position {
+                cycle: pos.cycle + 1,
+                index: 0,
+            };
         }
         self.move_to(pos);
     }
@@ -152,7 +167,8 @@ impl Opportunities {
             _ => return 0,
         }
         let target = self.trace.first_after(now);
-        let skipped = self.trace.ordinal(target, self.mode) - self.trace.ordinal(self.next, self.mode);
+        let skipped =
+            self.trace.ordinal(target, self.mode) - self.trace.ordinal(self.next, self.mode);
         self.move_to(target);
         u64::try_from(skipped).unwrap_or(u64::MAX)
     }
@@ -172,13 +188,21 @@ pub(crate) struct Serializer {
 
 impl Serializer {
     pub fn new(rate: Bandwidth) -> Self {
-        Serializer { rate, epoch: Time::ZERO, bits_since_epoch: 0, last_finish: Time::ZERO }
+        Serializer {
+            rate,
+            epoch: Time::ZERO,
+            bits_since_epoch: 0,
+            last_finish: Time::ZERO,
+        }
     }
 
     /// Starts sending `bytes` at `start` (never before the previous finish) and returns
     /// when the last bit leaves.
     pub fn start(&mut self, start: Time, bytes: u32) -> Time {
-        debug_assert!(start >= self.last_finish, "the link sends one packet at a time");
+        debug_assert!(
+            start >= self.last_finish,
+            "the link sends one packet at a time"
+        );
         if start > self.last_finish {
             // The link was idle: a new busy period.
             self.epoch = start;
@@ -186,8 +210,11 @@ impl Serializer {
         }
         self.bits_since_epoch += u128::from(bytes) * 8;
         // A validated rate is positive.
-        let ns = (self.bits_since_epoch * u128::from(NS_PER_S)).div_ceil(u128::from(self.rate.bits_per_sec));
-        self.last_finish = self.epoch.saturating_add(Dur(u64::try_from(ns).unwrap_or(u64::MAX)));
+        let ns = (self.bits_since_epoch * u128::from(NS_PER_S))
+            .div_ceil(u128::from(self.rate.bits_per_sec));
+        self.last_finish = self
+            .epoch
+            .saturating_add(Dur(u64::try_from(ns).unwrap_or(u64::MAX)));
         self.last_finish
     }
 }

@@ -51,13 +51,30 @@ pub enum TraceError {
     #[error("{file}:{line}: the line ends with a carriage return (Windows line ending); convert the file with `dos2unix` or `tr -d '\\r'`")]
     CarriageReturn { file: String, line: u64 },
     #[error("{file}:{line}: timestamp {found} is negative; Mahimahi timestamps count milliseconds from 0")]
-    Negative { file: String, line: u64, found: String },
+    Negative {
+        file: String,
+        line: u64,
+        found: String,
+    },
     #[error("{file}:{line}: expected a whole number of milliseconds, found {found:?}; every line of a Mahimahi trace is one non-negative decimal integer with no spaces, signs or decimal point")]
-    NotAnInteger { file: String, line: u64, found: String },
+    NotAnInteger {
+        file: String,
+        line: u64,
+        found: String,
+    },
     #[error("{file}:{line}: timestamp {found} does not fit in 32 bits of milliseconds (about 49.7 days); shorten the trace")]
-    TooLarge { file: String, line: u64, found: String },
+    TooLarge {
+        file: String,
+        line: u64,
+        found: String,
+    },
     #[error("{file}:{line}: timestamp {value} is smaller than the previous line's {previous}; Mahimahi traces must be non-decreasing")]
-    Decreasing { file: String, line: u64, value: u32, previous: u32 },
+    Decreasing {
+        file: String,
+        line: u64,
+        value: u32,
+        previous: u32,
+    },
     #[error("{file}:{line}: the last timestamp is 0, so the trace lasts no time; the last line sets the loop period and must be greater than 0")]
     ZeroDuration { file: String, line: u64 },
 }
@@ -121,14 +138,23 @@ struct Validator<'a> {
 
 impl<'a> Validator<'a> {
     fn new(file: &'a str) -> Self {
-        Validator { file, line: 0, timestamps: Vec::new() }
+        Validator {
+            file,
+            line: 0,
+            timestamps: Vec::new(),
+        }
     }
 
     fn push(&mut self, value: u32) -> Result<(), TraceError> {
         self.line += 1;
         if let Some(&previous) = self.timestamps.last() {
             if value < previous {
-                return Err(TraceError::Decreasing { file: self.file.to_string(), line: self.line, value, previous });
+                return Err(TraceError::Decreasing {
+                    file: self.file.to_string(),
+                    line: self.line,
+                    value,
+                    previous,
+                });
             }
         }
         self.timestamps.push(value);
@@ -137,9 +163,17 @@ impl<'a> Validator<'a> {
 
     fn finish(self, name: &str) -> Result<Trace, TraceError> {
         match self.timestamps.last() {
-            None => Err(TraceError::Empty { file: self.file.to_string() }),
-            Some(0) => Err(TraceError::ZeroDuration { file: self.file.to_string(), line: self.line }),
-            Some(_) => Ok(Trace { name: name.to_string(), timestamps_ms: self.timestamps }),
+            None => Err(TraceError::Empty {
+                file: self.file.to_string(),
+            }),
+            Some(0) => Err(TraceError::ZeroDuration {
+                file: self.file.to_string(),
+                line: self.line,
+            }),
+            Some(_) => Ok(Trace {
+                name: name.to_string(),
+                timestamps_ms: self.timestamps,
+            }),
         }
     }
 }
@@ -163,58 +197,73 @@ fn parse_line(bytes: &[u8], file: &str, line: u64) -> Result<u32, TraceError> {
     }
     let is_digits = |b: &[u8]| !b.is_empty() && b.iter().all(u8::is_ascii_digit);
     if bytes[0] == b'-' && is_digits(&bytes[1..]) {
-        return Err(TraceError::Negative { file, line, found: quoted() });
+        return Err(TraceError::Negative {
+            file,
+            line,
+            found: quoted(),
+        });
     }
     if !is_digits(bytes) {
-        return Err(TraceError::NotAnInteger { file, line, found: quoted() });
+        return Err(TraceError::NotAnInteger {
+            file,
+            line,
+            found: quoted(),
+        });
     }
     let mut value: u64 = 0;
     for &b in bytes {
         value = value * 10 + u64::from(b - b'0');
         if value > u64::from(u32::MAX) {
-            return Err(TraceError::TooLarge { file, line, found: quoted() });
+            return Err(TraceError::TooLarge {
+                file,
+                line,
+                found: quoted(),
+            });
         }
     }
     Ok(value as u32)
 }
 
 impl Trace {
-    /// Reads a trace file. Errors name the path as given.
+    /// Reads a trace file. Errors name the path as given; the trace is named after the
+    /// file name.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let file = File::open(path).map_err(|source| TraceError::Io { file: shown.clone(), source })?;
-        let mut trace = Self::parse_as(BufReader::new(file), &shown)?;
-        if let Some(stem) = path.file_name().and_then(|n| n.to_str()) {
-            trace.name = stem.to_string();
+        let file = File::open(path).map_err(|source| TraceError::Io {
+            file: shown.clone(),
+            source,
+        })?;
+        let mut trace = Self::parse(BufReader::new(file), &shown)?;
+        if let Some(file_name) = path.file_name().and_then(|n| n.to_str()) {
+            trace.name = file_name.to_string();
         }
         Ok(trace)
     }
 
     /// Parses a trace from a reader, one line at a time; `name` labels the trace and its
     /// error messages. The last line may omit its newline.
-    pub fn parse(reader: impl BufRead, name: &str) -> Result<Trace, TraceError> {
-        Self::parse_as(reader, name)
-    }
-
-    fn parse_as(mut reader: impl BufRead, file: &str) -> Result<Trace, TraceError> {
-        let mut validator = Validator::new(file);
+    pub fn parse(mut reader: impl BufRead, name: &str) -> Result<Trace, TraceError> {
+        let mut validator = Validator::new(name);
         let mut buf = Vec::with_capacity(16);
         loop {
             buf.clear();
             let n = reader
                 .read_until(b'\n', &mut buf)
-                .map_err(|source| TraceError::Io { file: file.to_string(), source })?;
+                .map_err(|source| TraceError::Io {
+                    file: name.to_string(),
+                    source,
+                })?;
             if n == 0 {
                 break;
             }
             if buf.last() == Some(&b'\n') {
                 buf.pop();
             }
-            let value = parse_line(&buf, file, validator.line + 1)?;
+            let value = parse_line(&buf, name, validator.line + 1)?;
             validator.push(value)?;
         }
-        validator.finish(file)
+        validator.finish(name)
     }
 
     /// Builds a trace from timestamps (ms), applying the same checks as the parser; line
@@ -251,7 +300,12 @@ impl Trace {
     /// Loop period in ms: the last timestamp (never 0).
     pub fn period_ms(&self) -> u64 {
         // A validated trace is non-empty.
-        u64::from(*self.timestamps_ms.last().expect("validated trace is non-empty"))
+        u64::from(
+            *self
+                .timestamps_ms
+                .last()
+                .expect("validated trace is non-empty"),
+        )
     }
 
     /// The times (ms) of every opportunity strictly before `end_ms`, in order, as the
@@ -294,7 +348,11 @@ impl Trace {
         let seconds = period_ms.div_ceil(1000) as usize;
         let mut per_second = vec![0u64; seconds];
         for &ts in &self.timestamps_ms {
-            let phase = if u64::from(ts) == period_ms { 0 } else { u64::from(ts) };
+            let phase = if u64::from(ts) == period_ms {
+                0
+            } else {
+                u64::from(ts)
+            };
             per_second[(phase / 1000) as usize] += 1;
         }
         let mut mbps: Vec<f64> = per_second
@@ -308,7 +366,12 @@ impl Trace {
         mbps.sort_by(f64::total_cmp);
 
         let first = u64::from(self.timestamps_ms[0]);
-        let max_gap = self.timestamps_ms.windows(2).map(|w| u64::from(w[1] - w[0])).max().unwrap_or(0);
+        let max_gap = self
+            .timestamps_ms
+            .windows(2)
+            .map(|w| u64::from(w[1] - w[0]))
+            .max()
+            .unwrap_or(0);
         TraceStats {
             duration: Dur::from_ms(period_ms),
             opportunities: lines,
@@ -329,7 +392,10 @@ impl Trace {
 
     /// Time of the opportunity at `pos`, or `None` if it lies beyond [`Time::MAX`].
     pub(crate) fn time_of(&self, pos: Position) -> Option<Time> {
-        let ms = pos.cycle.checked_mul(self.period_ms())?.checked_add(u64::from(self.timestamps_ms[pos.index]))?;
+        let ms = pos
+            .cycle
+            .checked_mul(self.period_ms())?
+            .checked_add(u64::from(self.timestamps_ms[pos.index]))?;
         ms.checked_mul(NS_PER_MS).map(Time)
     }
 
@@ -343,7 +409,10 @@ impl Trace {
         let period = self.period_ms();
         let (cycle, r) = (m / period, m % period);
         let index = self.timestamps_ms.partition_point(|&ts| u64::from(ts) <= r);
-        debug_assert!(index < self.timestamps_ms.len(), "the last line is at the period, which is > r");
+        debug_assert!(
+            index < self.timestamps_ms.len(),
+            "the last line is at the period, which is > r"
+        );
         Position { cycle, index }
     }
 
@@ -410,7 +479,13 @@ mod tests {
 
     #[test]
     fn first_after_matches_brute_force() {
-        for ts in [&[0u32, 2][..], &[5], &[1, 1, 3, 5], &[0, 0, 7, 7, 7, 9], &[3, 3, 3]] {
+        for ts in [
+            &[0u32, 2][..],
+            &[5],
+            &[1, 1, 3, 5],
+            &[0, 0, 7, 7, 7, 9],
+            &[3, 3, 3],
+        ] {
             let t = trace(ts);
             let sched = schedule(&t, 6);
             for m in 0..(3 * t.period_ms()) {
@@ -425,17 +500,35 @@ mod tests {
     #[test]
     fn first_at_or_after_rounds_partial_milliseconds_up() {
         let t = trace(&[1, 2]);
-        assert_eq!(t.first_at_or_after(Time::ZERO), Position { cycle: 0, index: 0 });
-        assert_eq!(t.first_at_or_after(Time::from_ms(1)), Position { cycle: 0, index: 0 });
-        assert_eq!(t.first_at_or_after(Time::from_ms(1) + Dur(1)), Position { cycle: 0, index: 1 });
-        assert_eq!(t.first_after(Time::from_ms(1)), Position { cycle: 0, index: 1 });
-        assert_eq!(t.first_after(Time::from_ms(1) - Dur(1)), Position { cycle: 0, index: 0 });
+        assert_eq!(
+            t.first_at_or_after(Time::ZERO),
+            Position { cycle: 0, index: 0 }
+        );
+        assert_eq!(
+            t.first_at_or_after(Time::from_ms(1)),
+            Position { cycle: 0, index: 0 }
+        );
+        assert_eq!(
+            t.first_at_or_after(Time::from_ms(1) + Dur(1)),
+            Position { cycle: 0, index: 1 }
+        );
+        assert_eq!(
+            t.first_after(Time::from_ms(1)),
+            Position { cycle: 0, index: 1 }
+        );
+        assert_eq!(
+            t.first_after(Time::from_ms(1) - Dur(1)),
+            Position { cycle: 0, index: 0 }
+        );
     }
 
     #[test]
     fn opportunity_times_loop_and_once() {
         let t = trace(&[0, 2]);
-        assert_eq!(t.opportunity_times_ms(TraceMode::Loop, 7), vec![0, 2, 2, 4, 4, 6, 6]);
+        assert_eq!(
+            t.opportunity_times_ms(TraceMode::Loop, 7),
+            vec![0, 2, 2, 4, 4, 6, 6]
+        );
         assert_eq!(t.opportunity_times_ms(TraceMode::Once, 7), vec![0, 2]);
         assert_eq!(t.opportunity_times_ms(TraceMode::Loop, 2), vec![0]);
     }

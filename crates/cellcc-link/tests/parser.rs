@@ -9,7 +9,9 @@ fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
 }
 
 fn message(text: &str, name: &str) -> String {
-    parse(text, name).expect_err("the trace is invalid").to_string()
+    parse(text, name)
+        .expect_err("the trace is invalid")
+        .to_string()
 }
 
 #[test]
@@ -25,9 +27,15 @@ fn accepts_a_valid_trace_with_or_without_final_newline() {
 fn non_integer() {
     let m = message("0\n1\n1.5\n", "bad.trace");
     assert!(m.starts_with("bad.trace:3: "), "{m}");
-    assert!(m.contains("\"1.5\"") && m.contains("whole number of milliseconds"), "{m}");
+    assert!(
+        m.contains("\"1.5\"") && m.contains("whole number of milliseconds"),
+        "{m}"
+    );
     let m = message("0\n 7\n", "space.trace");
-    assert!(m.starts_with("space.trace:2: ") && m.contains("\" 7\""), "{m}");
+    assert!(
+        m.starts_with("space.trace:2: ") && m.contains("\" 7\""),
+        "{m}"
+    );
 }
 
 #[test]
@@ -44,32 +52,53 @@ fn decreasing() {
 #[test]
 fn empty() {
     let m = message("", "empty.trace");
-    assert!(m.starts_with("empty.trace:1: ") && m.contains("empty"), "{m}");
+    assert!(
+        m.starts_with("empty.trace:1: ") && m.contains("empty"),
+        "{m}"
+    );
 }
 
 #[test]
 fn last_timestamp_zero() {
     let m = message("0\n0\n", "zero.trace");
-    assert!(m.starts_with("zero.trace:2: ") && m.contains("last timestamp is 0"), "{m}");
+    assert!(
+        m.starts_with("zero.trace:2: ") && m.contains("last timestamp is 0"),
+        "{m}"
+    );
 }
 
 #[test]
 fn negative() {
     let m = message("5\n-3\n", "neg.trace");
-    assert!(m.starts_with("neg.trace:2: ") && m.contains("-3 is negative"), "{m}");
+    assert!(
+        m.starts_with("neg.trace:2: ") && m.contains("-3 is negative"),
+        "{m}"
+    );
 }
 
 #[test]
 fn windows_line_endings_blank_lines_and_overflow() {
     let m = message("1\r\n2\r\n", "crlf.trace");
-    assert!(m.starts_with("crlf.trace:1: ") && m.contains("dos2unix"), "{m}");
+    assert!(
+        m.starts_with("crlf.trace:1: ") && m.contains("dos2unix"),
+        "{m}"
+    );
     let m = message("1\n\n2\n", "blank.trace");
-    assert!(m.starts_with("blank.trace:2: ") && m.contains("blank"), "{m}");
+    assert!(
+        m.starts_with("blank.trace:2: ") && m.contains("blank"),
+        "{m}"
+    );
     let m = message("1\n2\n\n", "trailing.trace");
     assert!(m.starts_with("trailing.trace:3: "), "{m}");
     let m = message("1\n4294967296\n", "big.trace");
-    assert!(m.starts_with("big.trace:2: ") && m.contains("32 bits"), "{m}");
-    assert_eq!(parse("4294967295\n", "max").unwrap().period_ms(), u64::from(u32::MAX));
+    assert!(
+        m.starts_with("big.trace:2: ") && m.contains("32 bits"),
+        "{m}"
+    );
+    assert_eq!(
+        parse("4294967295\n", "max").unwrap().period_ms(),
+        u64::from(u32::MAX)
+    );
 }
 
 #[test]
@@ -81,10 +110,21 @@ fn long_garbage_is_quoted_briefly() {
 
 #[test]
 fn from_timestamps_applies_the_same_rules() {
-    let m = Trace::from_timestamps(vec![1, 5, 4], "synthetic").unwrap_err().to_string();
-    assert!(m.starts_with("synthetic:3: timestamp 4 is smaller than the previous line's 5"), "{m}");
-    assert!(Trace::from_timestamps(vec![], "s").unwrap_err().to_string().starts_with("s:1: "));
-    assert!(Trace::from_timestamps(vec![0], "s").unwrap_err().to_string().starts_with("s:1: "));
+    let m = Trace::from_timestamps(vec![1, 5, 4], "synthetic")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        m.starts_with("synthetic:3: timestamp 4 is smaller than the previous line's 5"),
+        "{m}"
+    );
+    assert!(Trace::from_timestamps(vec![], "s")
+        .unwrap_err()
+        .to_string()
+        .starts_with("s:1: "));
+    assert!(Trace::from_timestamps(vec![0], "s")
+        .unwrap_err()
+        .to_string()
+        .starts_with("s:1: "));
 }
 
 #[test]
@@ -101,6 +141,9 @@ fn from_file_names_the_path() {
     assert!(m.starts_with(&format!("{}:3: ", bad.display())), "{m}");
     let missing = dir.join("missing.up");
     let m = Trace::from_file(&missing).unwrap_err().to_string();
-    assert!(m.starts_with(&format!("{}: cannot read", missing.display())), "{m}");
+    assert!(
+        m.starts_with(&format!("{}: cannot read", missing.display())),
+        "{m}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

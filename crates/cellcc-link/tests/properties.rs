@@ -59,7 +59,9 @@ impl Reference {
     fn over(&self, packets: u64, bytes: u64) -> bool {
         let (p_lim, b_lim) = match self.spec {
             QueueSpec::Infinite => (None, None),
-            QueueSpec::DropTail { packets, bytes } | QueueSpec::DropHead { packets, bytes } => (packets, bytes),
+            QueueSpec::DropTail { packets, bytes } | QueueSpec::DropHead { packets, bytes } => {
+                (packets, bytes)
+            }
         };
         p_lim.is_some_and(|l| packets > l) || b_lim.is_some_and(|l| bytes > l)
     }
@@ -101,11 +103,19 @@ fn trace_strategy() -> impl Strategy<Value = Vec<u32>> {
 }
 
 fn queue_strategy() -> impl Strategy<Value = QueueSpec> {
-    let limits = (prop::option::of(1u64..6), prop::option::of(100u64..6000))
-        .prop_map(|(packets, bytes)| if packets.is_none() && bytes.is_none() { (Some(3), None) } else { (packets, bytes) });
+    let limits =
+        (prop::option::of(1u64..6), prop::option::of(100u64..6000)).prop_map(|(packets, bytes)| {
+            if packets.is_none() && bytes.is_none() {
+                (Some(3), None)
+            } else {
+                (packets, bytes)
+            }
+        });
     prop_oneof![
         Just(QueueSpec::Infinite),
-        limits.clone().prop_map(|(packets, bytes)| QueueSpec::DropTail { packets, bytes }),
+        limits
+            .clone()
+            .prop_map(|(packets, bytes)| QueueSpec::DropTail { packets, bytes }),
         limits.prop_map(|(packets, bytes)| QueueSpec::DropHead { packets, bytes }),
     ]
 }
@@ -115,7 +125,14 @@ fn queue_strategy() -> impl Strategy<Value = QueueSpec> {
 fn arrivals_strategy() -> impl Strategy<Value = Vec<(u64, u32, Option<u64>)>> {
     // Whole-millisecond gaps often land arrivals exactly on opportunities.
     let gap_us = prop_oneof![0u64..4000, (0u64..4).prop_map(|ms| ms * 1000)];
-    prop::collection::vec((gap_us, prop_oneof![0u32..200, 1300u32..1510], prop::option::of(0u64..4000)), 0..60)
+    prop::collection::vec(
+        (
+            gap_us,
+            prop_oneof![0u32..200, 1300u32..1510],
+            prop::option::of(0u64..4000),
+        ),
+        0..60,
+    )
 }
 
 proptest! {
@@ -249,7 +266,7 @@ proptest! {
         let mut now = Time::ZERO;
         let mut dropped = 0usize;
         for (id, &(gap_us, ip_len, _)) in arrivals.iter().enumerate() {
-            now = now + Dur::from_us(gap_us);
+            now += Dur::from_us(gap_us);
             sizes.push(ip_len);
             if let EnqueueResult::Dropped(_) = link.enqueue(now, id as u32, ip_len) {
                 dropped += 1;

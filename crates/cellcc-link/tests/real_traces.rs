@@ -30,14 +30,27 @@ const README: &[(&str, f64, f64, u64, u64)] = &[
 #[test]
 fn stats_match_the_readme() {
     for &(file, duration_s, mean_mbps, lines, max_gap_ms) in README {
-        let Some(path) = shared_trace(file) else { continue };
+        let Some(path) = shared_trace(file) else {
+            continue;
+        };
         let stats = Trace::from_file(&path).unwrap().stats();
         assert_eq!(stats.opportunities, lines, "{file}");
         assert_eq!(stats.max_gap, Dur::from_ms(max_gap_ms), "{file}");
-        assert!((stats.duration.as_secs_f64() - duration_s).abs() <= 0.05, "{file}: {:?}", stats.duration);
-        assert!((stats.mean_mbps - mean_mbps).abs() <= 0.0005, "{file}: {}", stats.mean_mbps);
+        assert!(
+            (stats.duration.as_secs_f64() - duration_s).abs() <= 0.05,
+            "{file}: {:?}",
+            stats.duration
+        );
+        assert!(
+            (stats.mean_mbps - mean_mbps).abs() <= 0.0005,
+            "{file}: {}",
+            stats.mean_mbps
+        );
         assert!(stats.longest_outage >= stats.max_gap);
-        assert!(stats.capacity_p5_mbps <= stats.capacity_p50_mbps && stats.capacity_p95_mbps <= stats.max_mbps_1s);
+        assert!(
+            stats.capacity_p5_mbps <= stats.capacity_p50_mbps
+                && stats.capacity_p95_mbps <= stats.max_mbps_1s
+        );
     }
 }
 
@@ -49,18 +62,29 @@ fn stats_match_the_readme() {
 /// serves exactly one line per trace line, with lines at 0 ms played at P.
 #[test]
 fn saturated_tmobile_downlink_delivers_the_trace_capacity() {
-    let Some(path) = shared_trace("TMobile-LTE-short.down") else { return };
+    let Some(path) = shared_trace("TMobile-LTE-short.down") else {
+        return;
+    };
     let trace = Arc::new(Trace::from_file(&path).unwrap());
     let period_ms = trace.period_ms();
     let lines = trace.len();
-    let mut link = Link::new(LinkService::trace(trace.clone(), TraceMode::Loop), QueueSpec::Infinite);
+    let mut link = Link::new(
+        LinkService::trace(trace.clone(), TraceMode::Loop),
+        QueueSpec::Infinite,
+    );
     for id in 0..lines as u32 + 10 {
-        assert_eq!(link.enqueue(Time::ZERO, id, NOMINAL_PACKET_BYTES), cellcc_link::EnqueueResult::Accepted);
+        assert_eq!(
+            link.enqueue(Time::ZERO, id, NOMINAL_PACKET_BYTES),
+            cellcc_link::EnqueueResult::Accepted
+        );
     }
     let seconds = period_ms.div_ceil(1000) as usize;
     let mut delivered = vec![0u64; seconds];
     let mut total = 0u64;
-    while let Some(t) = link.next_wakeup().filter(|&t| t <= Time::from_ms(period_ms)) {
+    while let Some(t) = link
+        .next_wakeup()
+        .filter(|&t| t <= Time::from_ms(period_ms))
+    {
         link.advance(t);
         while let Some(d) = link.pop_departure() {
             assert_eq!(d.departed_at, t);
@@ -80,8 +104,15 @@ fn saturated_tmobile_downlink_delivers_the_trace_capacity() {
     assert_eq!(total, lines as u64 * 1500);
     let mean_mbps = total as f64 * 8.0 / (period_ms as f64 / 1e3) / 1e6;
     assert!((mean_mbps - 16.703).abs() < 0.0005, "{mean_mbps}");
-    assert_eq!(link.capacity_bytes(Time(1), Time::from_ms(period_ms) + Dur(1)), lines as u64 * 1504);
-    assert_eq!(link.stats().wasted_bytes, 6 * 1504, "only the six opportunities at 0 ms were wasted");
+    assert_eq!(
+        link.capacity_bytes(Time(1), Time::from_ms(period_ms) + Dur(1)),
+        lines as u64 * 1504
+    );
+    assert_eq!(
+        link.stats().wasted_bytes,
+        6 * 1504,
+        "only the six opportunities at 0 ms were wasted"
+    );
 }
 
 /// The simulator's typical load: a backlogged downlink (~200k data packets over 140 s)
@@ -90,12 +121,18 @@ fn saturated_tmobile_downlink_delivers_the_trace_capacity() {
 #[test]
 #[ignore = "timing; run explicitly in release mode"]
 fn link_work_for_a_140_s_run() {
-    let (Some(down), Some(up)) = (shared_trace("TMobile-LTE-short.down"), shared_trace("TMobile-LTE-short.up")) else {
+    let (Some(down), Some(up)) = (
+        shared_trace("TMobile-LTE-short.down"),
+        shared_trace("TMobile-LTE-short.up"),
+    ) else {
         return;
     };
     let down = Arc::new(Trace::from_file(down).unwrap());
     let up = Arc::new(Trace::from_file(up).unwrap());
-    let queue = QueueSpec::DropTail { packets: Some(100), bytes: None };
+    let queue = QueueSpec::DropTail {
+        packets: Some(100),
+        bytes: None,
+    };
     let mut data: Link<u32> = Link::new(LinkService::trace(down, TraceMode::Loop), queue.clone());
     let mut acks: Link<u32> = Link::new(LinkService::trace(up, TraceMode::Loop), queue);
     let end = Time::from_secs(140);
@@ -105,7 +142,11 @@ fn link_work_for_a_140_s_run() {
     // second delivered packet.
     let mut next_send = Time::ZERO;
     loop {
-        let wake = [Some(next_send), data.next_wakeup(), acks.next_wakeup()].into_iter().flatten().min().unwrap();
+        let wake = [Some(next_send), data.next_wakeup(), acks.next_wakeup()]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap();
         if wake > end {
             break;
         }

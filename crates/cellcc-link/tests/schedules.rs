@@ -6,7 +6,8 @@
 mod common;
 
 use cellcc_link::{
-    DropReason, EnqueueResult, Link, LinkService, QueueSpec, TraceMode, MAHIMAHI_FRAMING_BYTES, OPPORTUNITY_BYTES,
+    DropReason, EnqueueResult, Link, LinkService, QueueSpec, TraceMode, MAHIMAHI_FRAMING_BYTES,
+    OPPORTUNITY_BYTES,
 };
 use cellcc_units::{Bandwidth, Dur, Time};
 use common::{ms, run_until, trace_link};
@@ -15,11 +16,19 @@ const LOOP: TraceMode = TraceMode::Loop;
 const ONCE: TraceMode = TraceMode::Once;
 
 fn accept(link: &mut Link<u32>, now: Time, id: u32, ip_len: u32) {
-    assert_eq!(link.enqueue(now, id, ip_len), EnqueueResult::Accepted, "packet {id} at {now}");
+    assert_eq!(
+        link.enqueue(now, id, ip_len),
+        EnqueueResult::Accepted,
+        "packet {id} at {now}"
+    );
 }
 
 fn rejected(link: &mut Link<u32>, now: Time, id: u32, ip_len: u32) {
-    assert_eq!(link.enqueue(now, id, ip_len), EnqueueResult::Dropped(id), "packet {id} at {now}");
+    assert_eq!(
+        link.enqueue(now, id, ip_len),
+        EnqueueResult::Dropped(id),
+        "packet {id} at {now}"
+    );
 }
 
 #[test]
@@ -46,12 +55,26 @@ fn b_packets_span_opportunities_byte_by_byte() {
         accept(&mut link, Time::ZERO, id, ip_len);
     }
     link.advance(Time::from_ms(1));
-    assert_eq!(link.pop_departure().map(|d| (d.item, d.departed_at)), Some((0, Time::from_ms(1))));
+    assert_eq!(
+        link.pop_departure().map(|d| (d.item, d.departed_at)),
+        Some((0, Time::from_ms(1)))
+    );
     assert!(link.has_packet_in_transit(), "B is part-sent");
-    assert_eq!(link.queued_packets(), 2, "the packet in transit is not queued");
+    assert_eq!(
+        link.queued_packets(),
+        2,
+        "the packet in transit is not queued"
+    );
     assert_eq!(link.queued_bytes(), 1404 + 52);
     let out = run_until(&mut link, Time::from_secs(1));
-    assert_eq!(out, [(1, Time::from_ms(2)), (2, Time::from_ms(3)), (3, Time::from_ms(3))]);
+    assert_eq!(
+        out,
+        [
+            (1, Time::from_ms(2)),
+            (2, Time::from_ms(3)),
+            (3, Time::from_ms(3))
+        ]
+    );
     let stats = link.stats();
     assert_eq!((stats.opportunities, stats.opportunities_used), (3, 3));
     assert_eq!(stats.wasted_bytes, 1448);
@@ -84,11 +107,20 @@ fn d_looping_trace_starting_at_zero_doubles_the_wrap_opportunity() {
     for id in 0..5 {
         accept(&mut link, Time::ZERO, id, 1500);
     }
-    assert_eq!(ms(&run_until(&mut link, Time::from_secs(1))), [2, 2, 4, 4, 6]);
+    assert_eq!(
+        ms(&run_until(&mut link, Time::from_secs(1))),
+        [2, 2, 4, 4, 6]
+    );
     // Capacity in [0, 4 ms): opportunities at 0, 2, 2.
     assert_eq!(link.capacity_bytes(Time::ZERO, Time::from_ms(4)), 3 * 1504);
-    assert_eq!(link.capacity_bytes(Time::ZERO, Time::from_ms(4) + Dur(1)), 5 * 1504);
-    assert_eq!(link.capacity_bytes(Time::from_ms(1), Time::from_ms(3)), 2 * 1504);
+    assert_eq!(
+        link.capacity_bytes(Time::ZERO, Time::from_ms(4) + Dur(1)),
+        5 * 1504
+    );
+    assert_eq!(
+        link.capacity_bytes(Time::from_ms(1), Time::from_ms(3)),
+        2 * 1504
+    );
 }
 
 #[test]
@@ -127,7 +159,10 @@ fn f_once_trace_delivers_nothing_after_its_last_line() {
     link.advance(Time::from_secs(3600));
     assert!(link.pop_departure().is_none());
     assert_eq!(link.queued_packets(), 1);
-    assert_eq!(link.capacity_bytes(Time::ZERO, Time::from_secs(3600)), 2 * 1504);
+    assert_eq!(
+        link.capacity_bytes(Time::ZERO, Time::from_secs(3600)),
+        2 * 1504
+    );
     assert_eq!(link.stats().opportunities, 2);
 }
 
@@ -145,23 +180,39 @@ fn g_arrival_exactly_at_an_opportunity_cannot_use_it() {
 #[test]
 fn h_packets_larger_than_an_opportunity_are_refused() {
     let mut link = trace_link(&[1], LOOP, QueueSpec::Infinite);
-    assert_eq!(link.max_ip_len(), Some(OPPORTUNITY_BYTES - MAHIMAHI_FRAMING_BYTES));
+    assert_eq!(
+        link.max_ip_len(),
+        Some(OPPORTUNITY_BYTES - MAHIMAHI_FRAMING_BYTES)
+    );
     rejected(&mut link, Time::ZERO, 0, 1501);
     rejected(&mut link, Time::ZERO, 1, u32::MAX);
     accept(&mut link, Time::ZERO, 2, 1500);
     assert_eq!(link.stats().drops_too_big, 2);
     assert_eq!(link.stats().drops_queue_full, 0);
-    assert!(link.pop_drop().is_none(), "refused arrivals are handed back, not put in the outbox");
+    assert!(
+        link.pop_drop().is_none(),
+        "refused arrivals are handed back, not put in the outbox"
+    );
 
     // A constant-rate link has no opportunity size.
-    let mut constant: Link<u32> = Link::new(LinkService::constant(Bandwidth::from_mbps(10.0)), QueueSpec::Infinite);
+    let mut constant: Link<u32> = Link::new(
+        LinkService::constant(Bandwidth::from_mbps(10.0)),
+        QueueSpec::Infinite,
+    );
     assert_eq!(constant.max_ip_len(), None);
     accept(&mut constant, Time::ZERO, 0, 9000);
 }
 
 #[test]
 fn i_droptail_packet_limit() {
-    let mut link = trace_link(&[10], LOOP, QueueSpec::DropTail { packets: Some(2), bytes: None });
+    let mut link = trace_link(
+        &[10],
+        LOOP,
+        QueueSpec::DropTail {
+            packets: Some(2),
+            bytes: None,
+        },
+    );
     accept(&mut link, Time::ZERO, 0, 1500);
     accept(&mut link, Time::ZERO, 1, 1500);
     rejected(&mut link, Time::ZERO, 2, 1500);
@@ -173,7 +224,14 @@ fn i_droptail_packet_limit() {
 #[test]
 fn i_droptail_byte_limit_counts_charged_bytes() {
     // Limit 3000: 1504 fits, 1504 + 1504 = 3008 does not, 1504 + 1404 = 2908 does.
-    let mut link = trace_link(&[10], LOOP, QueueSpec::DropTail { packets: None, bytes: Some(3000) });
+    let mut link = trace_link(
+        &[10],
+        LOOP,
+        QueueSpec::DropTail {
+            packets: None,
+            bytes: Some(3000),
+        },
+    );
     accept(&mut link, Time::ZERO, 0, 1500);
     rejected(&mut link, Time::ZERO, 1, 1500);
     accept(&mut link, Time::ZERO, 2, 1400);
@@ -182,12 +240,22 @@ fn i_droptail_byte_limit_counts_charged_bytes() {
 
 #[test]
 fn i_drophead_drops_the_oldest() {
-    let mut link = trace_link(&[10], LOOP, QueueSpec::DropHead { packets: Some(2), bytes: None });
+    let mut link = trace_link(
+        &[10],
+        LOOP,
+        QueueSpec::DropHead {
+            packets: Some(2),
+            bytes: None,
+        },
+    );
     for id in 0..3 {
         accept(&mut link, Time::from_ms(id as u64), id, 1500);
     }
     let drop = link.pop_drop().expect("the oldest was pushed out");
-    assert_eq!((drop.item, drop.reason, drop.at, drop.enqueued_at), (0, DropReason::HeadDrop, Time::from_ms(2), Time::ZERO));
+    assert_eq!(
+        (drop.item, drop.reason, drop.at, drop.enqueued_at),
+        (0, DropReason::HeadDrop, Time::from_ms(2), Time::ZERO)
+    );
     assert!(link.pop_drop().is_none());
     assert_eq!(link.stats().drops_head, 1);
     let out = run_until(&mut link, Time::from_secs(1));
@@ -200,7 +268,14 @@ fn i_packet_in_transit_does_not_count_against_the_limit() {
     // ts 1: A done (500 left), B gets 500 and stays in transit (504 to go).
     // ts 100: B 504 done (1000 left), C gets 1000 (4 to go).
     // ts 101 (cycle 1): C 4 done, D 1004 done.
-    let mut link = trace_link(&[1, 100], LOOP, QueueSpec::DropTail { packets: Some(2), bytes: None });
+    let mut link = trace_link(
+        &[1, 100],
+        LOOP,
+        QueueSpec::DropTail {
+            packets: Some(2),
+            bytes: None,
+        },
+    );
     accept(&mut link, Time::ZERO, 0, 1000);
     accept(&mut link, Time::ZERO, 1, 1000);
     rejected(&mut link, Time::ZERO, 9, 1000);
@@ -217,7 +292,12 @@ fn i_packet_in_transit_does_not_count_against_the_limit() {
     out.extend(run_until(&mut link, Time::from_secs(1)));
     assert_eq!(
         out,
-        [(0, Time::from_ms(1)), (1, Time::from_ms(100)), (2, Time::from_ms(101)), (3, Time::from_ms(101))]
+        [
+            (0, Time::from_ms(1)),
+            (1, Time::from_ms(100)),
+            (2, Time::from_ms(101)),
+            (3, Time::from_ms(101))
+        ]
     );
 }
 
@@ -228,14 +308,19 @@ fn late_advance_keeps_opportunity_times() {
         accept(&mut link, Time::ZERO, id, 1500);
     }
     link.advance(Time::from_ms(100));
-    let times: Vec<u64> = std::iter::from_fn(|| link.pop_departure()).map(|d| d.departed_at.as_ms()).collect();
+    let times: Vec<u64> = std::iter::from_fn(|| link.pop_departure())
+        .map(|d| d.departed_at.as_ms())
+        .collect();
     assert_eq!(times, [1, 2, 3]);
 }
 
 #[test]
 fn j_constant_rate_serialises_back_to_back_and_restarts_after_idle() {
     // 1500 bytes at 12 Mbit/s = 12000 bits / 12e6 bit/s = 1 ms.
-    let mut link: Link<u32> = Link::new(LinkService::constant(Bandwidth::from_mbps(12.0)), QueueSpec::Infinite);
+    let mut link: Link<u32> = Link::new(
+        LinkService::constant(Bandwidth::from_mbps(12.0)),
+        QueueSpec::Infinite,
+    );
     for id in 0..3 {
         accept(&mut link, Time::ZERO, id, 1500);
     }
@@ -253,19 +338,28 @@ fn j_constant_rate_serialises_back_to_back_and_restarts_after_idle() {
 fn j_constant_rate_has_no_drift_and_charges_framing() {
     // 1000 bytes at 7 Mbit/s = 8000/7 µs, not a whole number of ns. The n-th departure
     // of a busy period starting at 0 is at ceil(n × 8000 × 1e9 / 7e6) ns.
-    let mut link: Link<u32> = Link::new(LinkService::constant(Bandwidth::from_bps(7_000_000)), QueueSpec::Infinite);
+    let mut link: Link<u32> = Link::new(
+        LinkService::constant(Bandwidth::from_bps(7_000_000)),
+        QueueSpec::Infinite,
+    );
     for id in 0..7000 {
         accept(&mut link, Time::ZERO, id, 1000);
     }
     let out = run_until(&mut link, Time::from_secs(10));
     for (n, &(_, t)) in out.iter().enumerate() {
         let bits = (n as u128 + 1) * 8000;
-        assert_eq!(u128::from(t.as_ns()), (bits * 1_000_000_000).div_ceil(7_000_000));
+        assert_eq!(
+            u128::from(t.as_ns()),
+            (bits * 1_000_000_000).div_ceil(7_000_000)
+        );
     }
     assert_eq!(out.last().unwrap().1, Time::from_secs(8));
 
     // With 4 framing bytes, a 1496-byte packet is charged 1500: 1 ms at 12 Mbit/s.
-    let service = LinkService::Constant { rate: Bandwidth::from_mbps(12.0), framing_bytes: 4 };
+    let service = LinkService::Constant {
+        rate: Bandwidth::from_mbps(12.0),
+        framing_bytes: 4,
+    };
     let mut framed: Link<u32> = Link::new(service, QueueSpec::Infinite);
     accept(&mut framed, Time::ZERO, 0, 1496);
     assert_eq!(ms(&run_until(&mut framed, Time::from_secs(1))), [1]);
@@ -274,8 +368,18 @@ fn j_constant_rate_has_no_drift_and_charges_framing() {
 #[test]
 fn invalid_configurations_are_errors() {
     let zero = LinkService::constant(Bandwidth::ZERO);
-    assert!(Link::<u32>::try_new(zero, QueueSpec::Infinite).unwrap_err().to_string().contains("0 bit/s"));
-    let no_limit = QueueSpec::DropTail { packets: None, bytes: None };
-    let err = Link::<u32>::try_new(LinkService::constant(Bandwidth::from_mbps(1.0)), no_limit).unwrap_err();
-    assert!(err.to_string().contains("droptail queue needs a limit"), "{err}");
+    assert!(Link::<u32>::try_new(zero, QueueSpec::Infinite)
+        .unwrap_err()
+        .to_string()
+        .contains("0 bit/s"));
+    let no_limit = QueueSpec::DropTail {
+        packets: None,
+        bytes: None,
+    };
+    let err = Link::<u32>::try_new(LinkService::constant(Bandwidth::from_mbps(1.0)), no_limit)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("droptail queue needs a limit"),
+        "{err}"
+    );
 }

@@ -8,9 +8,11 @@
 pub mod metrics;
 pub mod packet;
 pub mod rng;
-// Wired in once the link crate and algorithms land:
-// pub mod scenario;
-// pub mod schemes;
-// pub mod sim;
+pub mod scenario;
+pub mod schemes;
+pub mod sim;
 pub mod tcp;
 
+
+pub use scenario::{Scenario, ScenarioError};
+pub use sim::{run, Cancelled, Conservation, SimOutput, Simulation};

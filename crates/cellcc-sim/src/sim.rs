@@ -26,9 +26,6 @@ use crate::scenario::{LinkConfig, Scenario};
 use crate::schemes;
 use crate::tcp::{SenderObserver, TcpReceiver, TcpSender};
 
-/// Charged bytes per packet on top of the IP length on trace links (Mahimahi reads the
-/// 4-byte TUN packet-information header with each packet).
-const MAHIMAHI_FRAMING_BYTES: u32 = 4;
 /// Events between progress callbacks.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
@@ -128,10 +125,8 @@ struct Direction<T> {
 
 impl<T> Direction<T> {
     fn new(cfg: &LinkConfig, rng: ChaCha8Rng) -> Self {
-        let framing = match cfg.service {
-            LinkService::Trace { .. } => MAHIMAHI_FRAMING_BYTES,
-            LinkService::Constant { framing_bytes, .. } => framing_bytes,
-        };
+        // Charged bytes on top of the IP length (4 on trace links: Mahimahi's TUN header).
+        let framing = cfg.service.framing_bytes();
         Direction {
             link: Link::new(cfg.service.clone(), cfg.queue.clone()),
             delay: cfg.delay,
@@ -142,6 +137,19 @@ impl<T> Direction<T> {
             link_timer: None,
             delay_timer: None,
         }
+    }
+}
+
+/// Claim a wake-up at `want` (not before `now`) for an entity whose pending wake-up is
+/// `slot`. Returns the time to schedule, or `None` if an earlier one is already pending
+/// (at most one live event per entity; superseded events are recognised and skipped).
+fn claim(now: Time, slot: &mut Option<Time>, want: Option<Time>) -> Option<Time> {
+    let t = want?.max(now);
+    if slot.is_none_or(|c| t < c) {
+        *slot = Some(t);
+        Some(t)
+    } else {
+        None
     }
 }
 
@@ -212,17 +220,6 @@ impl<'s> Simulation<'s> {
     fn push(&mut self, t: Time, ev: Event) {
         self.seq += 1;
         self.queue.push(Reverse((t, self.seq, ev)));
-    }
-
-    /// Schedule `ev` at `want` unless an earlier wake-up is already pending in `slot`.
-    fn arm(&mut self, slot: fn(&mut Self) -> &mut Option<Time>, want: Option<Time>, ev: Event) {
-        let Some(t) = want else { return };
-        let t = t.max(self.now);
-        let cur = slot(self);
-        if cur.is_none_or(|c| t < c) {
-            *cur = Some(t);
-            self.push(t, ev);
-        }
     }
 
     /// Run to the end. `progress(fraction)` is called now and then; returning false
@@ -348,29 +345,41 @@ impl<'s> Simulation<'s> {
             }
         }
         let want = self.flows[i as usize].sender.as_ref().and_then(|s| s.next_wakeup());
-        self.arm(move |s| &mut s.flows[i as usize].sender_timer, want, Event::SenderTimer(i));
+        if let Some(t) = claim(self.now, &mut self.flows[i as usize].sender_timer, want) {
+            self.push(t, Event::SenderTimer(i));
+        }
     }
 
     fn arm_receiver(&mut self, i: u32) {
         let want = self.flows[i as usize].receiver.as_ref().and_then(|r| r.next_wakeup());
-        self.arm(move |s| &mut s.flows[i as usize].receiver_timer, want, Event::ReceiverTimer(i));
+        if let Some(t) = claim(self.now, &mut self.flows[i as usize].receiver_timer, want) {
+            self.push(t, Event::ReceiverTimer(i));
+        }
     }
 
     fn arm_down_delay(&mut self) {
         let want = self.down.delay_line.next_wakeup();
-        self.arm(|s| &mut s.down.delay_timer, want, Event::DownDelay);
+        if let Some(t) = claim(self.now, &mut self.down.delay_timer, want) {
+            self.push(t, Event::DownDelay);
+        }
     }
     fn arm_up_delay(&mut self) {
         let want = self.up.delay_line.next_wakeup();
-        self.arm(|s| &mut s.up.delay_timer, want, Event::UpDelay);
+        if let Some(t) = claim(self.now, &mut self.up.delay_timer, want) {
+            self.push(t, Event::UpDelay);
+        }
     }
     fn arm_down_link(&mut self) {
         let want = self.down.link.next_wakeup();
-        self.arm(|s| &mut s.down.link_timer, want, Event::DownLink);
+        if let Some(t) = claim(self.now, &mut self.down.link_timer, want) {
+            self.push(t, Event::DownLink);
+        }
     }
     fn arm_up_link(&mut self) {
         let want = self.up.link.next_wakeup();
-        self.arm(|s| &mut s.up.link_timer, want, Event::UpLink);
+        if let Some(t) = claim(self.now, &mut self.up.link_timer, want) {
+            self.push(t, Event::UpLink);
+        }
     }
 
     fn enqueue_down(&mut self, seg: DataSegment) {
@@ -550,8 +559,8 @@ impl<'s> Simulation<'s> {
         }
         let packet_log = self.log.take().map(|l| l.finish(end));
         let mut conservation = self.count;
-        conservation.data_in_network = (self.down.delay_line.len() + self.down.link.packets_in_link()) as u64;
-        conservation.acks_in_network = (self.up.delay_line.len() + self.up.link.packets_in_link()) as u64;
+        conservation.data_in_network = (self.down.delay_line.len() + self.down.link.queued_packets() + usize::from(self.down.link.has_packet_in_transit())) as u64;
+        conservation.acks_in_network = (self.up.delay_line.len() + self.up.link.queued_packets() + usize::from(self.up.link.has_packet_in_transit())) as u64;
         SimOutput { summary, timeseries: ts, link, events: self.events, packet_log, conservation }
     }
 }

@@ -8,7 +8,10 @@ use cellcc_link::{Link, LinkService, QueueSpec, Trace, TraceMode};
 use cellcc_units::Time;
 
 /// Directory of the shared Mahimahi traces, relative to this crate.
-pub const TRACE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mahimahi");
+pub const TRACE_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/traces/mahimahi"
+);
 
 /// Path of a shared trace, or `None` (with a note) when it is not available.
 pub fn shared_trace(name: &str) -> Option<PathBuf> {
@@ -33,7 +36,10 @@ pub fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
     while let Some(t) = link.next_wakeup().filter(|&t| t <= until) {
         link.advance(t);
         while let Some(d) = link.pop_departure() {
-            assert_eq!(d.departed_at, t, "event-driven departures happen at the wake-up time");
+            assert_eq!(
+                d.departed_at, t,
+                "event-driven departures happen at the wake-up time"
+            );
             out.push((d.item, d.departed_at));
         }
     }
@@ -42,8 +48,11 @@ pub fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
 
 /// Departure times in whole milliseconds (all trace departures are whole ms).
 pub fn ms(departures: &[(u32, Time)]) -> Vec<u64> {
-    departures.iter().map(|&(_, t)| {
-        assert_eq!(t.as_ns() % 1_000_000, 0);
-        t.as_ms()
-    }).collect()
+    departures
+        .iter()
+        .map(|&(_, t)| {
+            assert_eq!(t.as_ns() % 1_000_000, 0);
+            t.as_ms()
+        })
+        .collect()
 }

@@ -23,7 +23,7 @@
 //!    retransmissions, so it is paced when pacing is on (Linux sends it from the timer).
 
 use cellcc_congestion::{CaEvent, CaState};
-use cellcc_units::{Dur, Time};
+use cellcc_units::Dur;
 
 use super::rate::RateEstimator;
 use super::scoreboard::{Seg, EVER_RETRANS, RETRANS};
@@ -264,8 +264,9 @@ impl TcpSender {
     fn rto_delta_us(&self) -> i64 {
         match self.sb.head() {
             Some(h) => {
-                let deadline = h.sent_at.as_ns() as i128 + self.rto.as_ns() as i128;
-                ((deadline - self.sock.now.as_ns() as i128) / 1000) as i64
+                // i64 ns covers 292 years of simulated time.
+                let deadline = (h.sent_at.as_ns() + self.rto.as_ns()) as i64;
+                (deadline - self.sock.now.as_ns() as i64) / 1000
             }
             None => self.rto.as_us() as i64,
         }
@@ -402,11 +403,5 @@ impl TcpSender {
         self.timer.pending = None;
         self.rearm_rto();
         Some(seg)
-    }
-
-    /// The time at which `poll_transmit` will next be able to send, for tests.
-    #[cfg(test)]
-    pub(crate) fn timer_expiry(&self) -> Option<Time> {
-        self.timer.expires
     }
 }

@@ -83,10 +83,10 @@ pub(crate) fn default_pacing_rate(sock: &Sock, srtt_us8: u64) -> u64 {
         PACING_CA_RATIO
     };
     rate *= sock.cwnd.max(sock.packets_out) as u64;
-    if srtt_us8 != 0 {
-        rate /= srtt_us8;
-    }
-    rate.min(sock.max_pacing_rate)
+    // Without an RTT sample Linux leaves the rate undivided.
+    rate.checked_div(srtt_us8)
+        .unwrap_or(rate)
+        .min(sock.max_pacing_rate)
 }
 
 #[cfg(test)]

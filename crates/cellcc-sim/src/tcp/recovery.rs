@@ -54,12 +54,10 @@ impl TcpSender {
             self.retrans_stamp = None;
         } else if self.sock.snd_una >= self.high_seq {
             match self.sock.ca_state {
-                CaState::Cwr => {
-                    // Held until something above high_seq is ACKed.
-                    if self.sock.snd_una != self.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
+                // CWR is held until something above high_seq is ACKed.
+                CaState::Cwr if self.sock.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     self.try_undo_recovery();
@@ -136,8 +134,7 @@ impl TcpSender {
     /// `tcp_time_to_recover`: a loss is proven, or (without RACK) the duplicate threshold
     /// is met.
     fn time_to_recover(&self) -> bool {
-        self.sock.lost_out > 0
-            || (!self.cfg.rack && self.sock.sacked_out + 1 > self.reordering)
+        self.sock.lost_out > 0 || (!self.cfg.rack && self.sock.sacked_out + 1 > self.reordering)
     }
 
     /// `tcp_force_fast_retransmit`: SACKed data lies more than `reordering` above snd_una.
@@ -463,7 +460,11 @@ impl TcpSender {
             if cnt as i64 > packets {
                 break;
             }
-            self.sb.mark_lost(&mut self.sock, seq);
+            // tcp_skb_mark_lost: only segments neither lost nor SACKED yet (a hole
+            // already retransmitted stays as it is).
+            if self.sb.seg(seq).flags & (LOST | SACKED) == 0 {
+                self.sb.mark_lost(&mut self.sock, seq);
+            }
             if mark_head {
                 break;
             }

@@ -238,7 +238,8 @@ mod tests {
     #[test]
     fn later_samples_follow_linux_gains() {
         let mut e = RttEstimator::new(Dur::from_ms(200));
-        e.update(100 * MS, 0, 10); // srtt8 = 800000, mdev = 200000, rttvar = 200000
+        // srtt8 = 800000, mdev = 200000, rttvar = 200000.
+        e.update(100 * MS, 0, 10);
         // 120 ms, a new round trip (snd_una 11 > rtt_seq 10):
         // err = 20000; srtt8 = 820000 (srtt 102.5 ms);
         // mdev += 20000 - 200000/4 = -30000 → 170000; no new max; round trip ended:

@@ -156,7 +156,10 @@ impl Scoreboard {
 
     /// Remove the oldest segment (cumulatively ACKed); counters are updated.
     pub fn pop_front(&mut self, sock: &mut Sock) -> Seg {
-        let seg = self.segs.pop_front().expect("pop_front on an empty scoreboard");
+        let seg = self
+            .segs
+            .pop_front()
+            .expect("pop_front on an empty scoreboard");
         apply_counts(sock, seg.flags, 0);
         if is_lost_pending(seg.flags) {
             self.lost_pending -= 1;
@@ -238,7 +241,10 @@ impl Scoreboard {
             }
             seq += 1;
         }
-        debug_assert!(false, "lost_pending > 0 but no lost segment at or after the hint");
+        debug_assert!(
+            false,
+            "lost_pending > 0 but no lost segment at or after the hint"
+        );
         None
     }
 
@@ -315,7 +321,10 @@ mod tests {
         }
         assert!(sb.mark_lost(&mut sock, 3));
         assert!(sb.mark_lost(&mut sock, 1));
-        assert!(!sb.mark_lost(&mut sock, 1), "already lost, not retransmitted");
+        assert!(
+            !sb.mark_lost(&mut sock, 1),
+            "already lost, not retransmitted"
+        );
         assert_eq!((sock.lost_out, sock.lost, sb.lost_pending), (2, 2, 1 + 1));
         assert_eq!(sb.next_lost(), Some(1));
         sb.set_flags(&mut sock, 1, LOST | RETRANS | EVER_RETRANS);
@@ -326,7 +335,10 @@ mod tests {
         assert_eq!((sock.retrans_out, sock.lost, sb.lost_pending), (0, 3, 2));
         assert_eq!(sb.next_lost(), Some(1));
         sb.set_flags(&mut sock, 5, SACKED);
-        assert!(!sb.mark_lost(&mut sock, 5), "SACKed segments are never lost");
+        assert!(
+            !sb.mark_lost(&mut sock, 5),
+            "SACKed segments are never lost"
+        );
         let s0 = sb.pop_front(&mut sock);
         assert_eq!(s0.flags, 0);
         let s1 = sb.pop_front(&mut sock);

@@ -22,9 +22,7 @@
 //! 4. `pkts_acked` receives the number of segments newly ACKed or SACKed (the trait's
 //!    definition) and `in_flight` before the ACK.
 
-use cellcc_congestion::{
-    AckSample, CaState, CongestionControl, RateSample, Sock,
-};
+use cellcc_congestion::{AckSample, CaState, CongestionControl, RateSample, Sock};
 use cellcc_units::{Dur, Time};
 
 use super::pacing::{default_pacing_rate, Pacer};
@@ -851,9 +849,8 @@ impl TcpSender {
             // RTTM rule (RFC 7323 §4.1): use TSecr only if the ACK acknowledges new data.
             let delta = self.ts_now().wrapping_sub(self.rcv_tsecr);
             if delta < (i32::MAX as u32) / 1000 {
-                let r = Dur::from_us(
-                    (self.cfg.ts_granularity.as_ns() * delta.max(1) as u64) / 1000,
-                );
+                let r =
+                    Dur::from_us((self.cfg.ts_granularity.as_ns() * delta.max(1) as u64) / 1000);
                 seq_rtt = Some(r);
                 ca_rtt = Some(r);
             }
@@ -863,7 +860,8 @@ impl TcpSender {
             return false;
         };
         self.update_rtt_min(ca_rtt.unwrap_or(m), st.flag);
-        self.rtt.update(m.as_us(), self.sock.snd_una, self.sock.snd_nxt);
+        self.rtt
+            .update(m.as_us(), self.sock.snd_una, self.sock.snd_nxt);
         self.sock.srtt = Dur::from_us(self.rtt.srtt_us());
         self.set_rto();
         // RFC 6298: reset the backoff only on a valid RTT measurement.
