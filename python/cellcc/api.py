@@ -187,9 +187,18 @@ def simulate(
     return _result(raw, text, source)
 
 
+#: Columns moved to the front of result tables (the rest keep the core's order).
+_LEADING_COLUMNS = ("flow", "scheme", "t_s")
+
+
+def _leading(frame: pd.DataFrame) -> pd.DataFrame:
+    first = [c for c in _LEADING_COLUMNS if c in frame.columns]
+    return frame[first + [c for c in frame.columns if c not in first]]
+
+
 def _result(raw: Mapping[str, Any], text: str, source: str) -> Result:
-    summary = pd.DataFrame.from_records(list(raw.get("summary") or []))
-    timeseries = pd.DataFrame(dict(raw.get("timeseries") or {}))
+    summary = _leading(pd.DataFrame.from_records(list(raw.get("summary") or [])))
+    timeseries = _leading(pd.DataFrame(dict(raw.get("timeseries") or {})))
     return Result(
         summary=summary,
         timeseries=timeseries,
@@ -324,6 +333,7 @@ class Comparison:
                 rows.insert(0, "scheme", scheme)
             rows.insert(0, "trace", self.trace_label)
             rows.insert(1, "queue", format_queue(self.queue))
+            rows.insert(2, "scheme", rows.pop("scheme"))
             frames.append(rows)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

@@ -118,7 +118,7 @@ def test_trace_info_of_a_synthetic_trace(tmp_path):
 
 def test_trace_info_matches_the_shared_readme(shared_traces):
     info = cellcc.trace_info(shared_traces / "mahimahi" / "ATT-LTE-driving-2016.down")
-    assert info["duration_s"] == pytest.approx(120.0)
+    assert info["duration_s"] == pytest.approx(120.0, abs=0.01)  # README rounds 120.002
     assert info["mean_mbps"] == pytest.approx(4.560, abs=0.001)
     assert info["max_gap_ms"] == pytest.approx(1123)
 

@@ -18,8 +18,10 @@
 //! 2. schedule a wake-up at [`TcpSender::next_wakeup`]; at that time call `on_timer` and
 //!    then poll again.
 
+mod input;
 mod output;
 mod pacing;
+mod rack;
 mod rate;
 mod receiver;
 mod recovery;
@@ -118,7 +120,7 @@ impl Default for ReceiverConfig {
 /// Typed sender events for metrics and tests. Every method defaults to a no-op, and `()`
 /// ignores everything.
 pub trait SenderObserver {
-    /// An RTT sample fed to the RTT estimator (the Karn-safe sample of this ACK).
+    /// An RTT sample fed to the RTT estimator (never from a retransmitted segment, RFC 6298 §3).
     fn rtt_sample(&mut self, _now: Time, _rtt: Dur) {}
     /// Segment `seq` was sent again (fast, timeout or probe retransmission).
     fn retransmit(&mut self, _now: Time, _seq: u64) {}

@@ -1,5 +1,5 @@
-//! Delivery-rate estimation, Linux `net/ipv4/tcp_rate.c` (after draft-cheng-iccrg-delivery-
-//! rate-estimation-00).
+//! Delivery-rate estimation, Linux `net/ipv4/tcp_rate.c` (as described in the IRTF ICCRG
+//! delivery-rate-estimation draft, version 00).
 //!
 //! Model. Every transmission snapshots the connection's delivery state: `delivered` (total
 //! segments delivered so far), `delivered_mstamp` (when that count last changed),

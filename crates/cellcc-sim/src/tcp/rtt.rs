@@ -1,7 +1,7 @@
 //! RTT estimation and the retransmission timeout: RFC 6298 as Linux implements it
 //! (`tcp_rtt_estimator`, `tcp_set_rto` in `net/ipv4/tcp_input.c`), and the windowed
-//! minimum filter behind `tcp_min_rtt` (`lib/win_minmax.c`, after Kathleen Nichols'
-//! algorithm).
+//! minimum filter behind `tcp_min_rtt` (`lib/win_minmax.c`: best, second- and
+//! third-best samples of the window).
 //!
 //! Model. All values are integer microseconds, with Linux's scalings: `srtt` is kept ×8,
 //! `mdev` ×4. The first sample `m` gives `srtt = m`, `mdev = m/2` (so `4·mdev = 2m`) and

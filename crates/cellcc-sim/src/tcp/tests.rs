@@ -681,12 +681,6 @@ fn a_delay_spike_causes_a_spurious_timeout_that_is_undone() {
         net.receiver.stats().duplicates >= 1,
         "the retransmission was a duplicate"
     );
-    if std::env::var_os("TCP_DIAG").is_some() {
-        eprintln!(
-            "{st:?}\n{:?}\n{:?}\n{:?}",
-            net.obs.states, net.obs.rtos, net.obs.retransmits
-        );
-    }
 }
 
 /// Owns cwnd (fixed) and asks for pacing at a fixed rate, like BBR does.
@@ -978,7 +972,11 @@ fn lossy_transfer(
         (0, 0, 0, 0)
     );
     assert_eq!(net.sender.stats().bytes_acked, bytes);
-    assert_eq!(net.sender.next_wakeup(), None, "no timer left after completion");
+    assert_eq!(
+        net.sender.next_wakeup(),
+        None,
+        "no timer left after completion"
+    );
     net.sender.stats().clone()
 }
 
@@ -1046,38 +1044,6 @@ fn perf_long_bulk_flow() {
 
 #[test]
 #[ignore]
-fn diag_print() {
-    for (limit, p, rack) in [
-        (Some(20), 0.0, true),
-        (Some(100), 0.0, true),
-        (Some(100), 0.01, true),
-        (Some(100), 0.01, false),
-        (None, 0.02, true),
-    ] {
-        let (sender, _) = reno_sender(
-            &SenderConfig {
-                rack,
-                ..SenderConfig::default()
-            },
-            App::Bulk,
-        );
-        let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), limit);
-        let mut rng = Rng(7);
-        net.drop_data = Box::new(move |_, _| rng.next_f64() < p);
-        net.run_until(Time::from_secs(60));
-        eprintln!(
-            "limit {limit:?} p {p} rack {rack}: {:?}\n  recv {:?}\n  cwnd {} ssthresh {} srtt {:?}",
-            net.sender.stats(),
-            net.receiver.stats(),
-            net.sender.sock().cwnd,
-            net.sender.sock().ssthresh,
-            net.sender.sock().srtt
-        );
-    }
-}
-
-#[test]
-#[ignore]
 fn stress_many_lossy_transfers() {
     let mut r = Rng(12345);
     let (mut segs, mut rtos, mut undos) = (0, 0, 0);
@@ -1086,7 +1052,11 @@ fn stress_many_lossy_transfers() {
         let pd = r.next_f64() * 0.35;
         let pa = r.next_f64() * 0.35;
         let rack = r.next_f64() < 0.5;
-        let q = if r.next_f64() < 0.5 { None } else { Some(3 + (r.next_f64() * 80.0) as usize) };
+        let q = if r.next_f64() < 0.5 {
+            None
+        } else {
+            Some(3 + (r.next_f64() * 80.0) as usize)
+        };
         let st = lossy_transfer(bytes, pd, pa, i * 7919 + 1, rack, q);
         segs += st.segments_sent;
         rtos += st.rtos;
