@@ -87,6 +87,9 @@ pub struct Sock {
     pub delivered_mstamp: Time,
     /// When the last data segment was sent (`lsndtime`).
     pub lsndtime: Time,
+    /// Earliest departure time of the next paced packet (`tcp_wstamp_ns`); `now` or
+    /// earlier when nothing is held back.
+    pub wstamp: Time,
     /// Total segments marked lost so far (`lost`).
     pub lost: u64,
     /// Oldest unacknowledged segment (`snd_una`, in segments).
@@ -137,6 +140,7 @@ impl Sock {
             delivered: 0,
             delivered_mstamp: now,
             lsndtime: now,
+            wstamp: now,
             lost: 0,
             snd_una: 0,
             snd_nxt: 0,

@@ -144,11 +144,9 @@ impl Bbr {
     }
 }
 
-/// When the next packet may leave (`max(tcp_wstamp_ns, now)` in the kernel). [`Sock`]
-/// does not carry the stack's earliest-departure time, so this is `now`: see
-/// difference 2 in the module header.
+/// When the next packet may leave (`max(tcp_wstamp_ns, now)` in the kernel).
 fn earliest_departure(sock: &Sock) -> Time {
-    sock.now
+    sock.wstamp.max(sock.now)
 }
 
 #[cfg(test)]

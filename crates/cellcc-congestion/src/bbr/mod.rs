@@ -51,10 +51,9 @@
 //!    `get_random_u32_below(7)`. This crate reads no RNG: each entry to PROBE_BW draws
 //!    from a SplitMix64 stream seeded by [`BbrConfig::cycle_seed`], which the simulator
 //!    derives from the flow's seed. Same distribution; never the 3/4 phase.
-//! 2. **Earliest departure time.** [`Sock`] carries no `tcp_wstamp_ns`, so
-//!    `packets_in_net_at_edt` takes the next departure to be now: the packets the path
-//!    delivers between now and that departure are not subtracted (the kernel subtracts
-//!    at most about one pacing interval's worth).
+//! 2. **Earliest departure time.** `packets_in_net_at_edt` reads the stack's
+//!    `sock.wstamp` (`tcp_wstamp_ns`) as the kernel does; with the simulator's EDT
+//!    pacer it is the release time of the next paced packet.
 //! 3. **TSO.** The simulator sends single packets, but the TSO goal is computed as the
 //!    kernel does (1.2 Mbit/s threshold, `pacing_rate >> 10`, at most 127 segments) so
 //!    the cwnd keeps the kernel's `3 * tso_goal` term. `sock.tso_segs` is not read.

@@ -84,6 +84,7 @@ impl TcpSender {
         }
         self.event_data_sent();
         self.pacer.on_send(&self.sock, now, len);
+        self.sock.wstamp = self.pacer.wstamp;
         let tx = self.rate.skb_sent(&mut self.sock, now);
         let prior_packets = self.sock.packets_out;
         self.sb.push_new(Seg {
@@ -131,6 +132,7 @@ impl TcpSender {
         let len = self.seg_len(seq);
         self.event_data_sent();
         self.pacer.on_send(&self.sock, now, len);
+        self.sock.wstamp = self.pacer.wstamp;
         let tx = self.rate.skb_sent(&mut self.sock, now);
         self.sb.record_retransmit(seq, now, tx);
         let f = self.sb.seg(seq).flags;
@@ -171,7 +173,7 @@ impl TcpSender {
         if self.sock.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.sock, CaEvent::TxStart);
         }
-        self.lsndtime = self.sock.now;
+        self.sock.lsndtime = self.sock.now;
     }
 
     /// `tcp_slow_start_after_idle_check`: after more than an RTO without sending, halve
@@ -180,7 +182,7 @@ impl TcpSender {
         if !self.cfg.slow_start_after_idle || self.sock.packets_out > 0 || self.cc.owns_cwnd() {
             return;
         }
-        let delta = self.sock.now.saturating_since(self.lsndtime);
+        let delta = self.sock.now.saturating_since(self.sock.lsndtime);
         if delta <= self.rto {
             return;
         }

@@ -238,7 +238,6 @@ pub struct TcpSender {
     pub(crate) cwnd_usage_seq: u64,
     pub(crate) snd_cwnd_used: u32,
     pub(crate) snd_cwnd_stamp: Time,
-    pub(crate) lsndtime: Time,
     // Timestamps: last TSval received (echoed), TSecr of the ACK being processed.
     pub(crate) ts_recent: u32,
     pub(crate) rcv_tsecr: u32,
@@ -330,7 +329,6 @@ impl TcpSender {
             cwnd_usage_seq: 0,
             snd_cwnd_used: 0,
             snd_cwnd_stamp: now,
-            lsndtime: now,
             ts_recent: 0,
             rcv_tsecr: 0,
             stats: SenderStats::default(),
