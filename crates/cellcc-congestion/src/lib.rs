@@ -16,9 +16,7 @@ pub mod reno;
 pub mod sock;
 
 pub use cellcc_units::{Bandwidth, Dur, Time};
-pub use sock::{
-    AckSample, CaEvent, CaState, PacingStatus, RateSample, Sock, INFINITE_SSTHRESH,
-};
+pub use sock::{AckSample, CaEvent, CaState, PacingStatus, RateSample, Sock, INFINITE_SSTHRESH};
 
 /// A congestion-control algorithm. One value per connection.
 ///

@@ -15,8 +15,18 @@ use pyo3::types::PyDict;
 use cellcc_link::Trace;
 use cellcc_sim::{Scenario, ScenarioError, Simulation};
 
-create_exception!(_core, CellccError, PyException, "Base class of every error raised by the native core.");
-create_exception!(_core, ScenarioErrorPy, CellccError, "A scenario is invalid.");
+create_exception!(
+    _core,
+    CellccError,
+    PyException,
+    "Base class of every error raised by the native core."
+);
+create_exception!(
+    _core,
+    ScenarioErrorPy,
+    CellccError,
+    "A scenario is invalid."
+);
 create_exception!(_core, TraceError, CellccError, "A trace file is invalid.");
 
 fn scenario_err(e: ScenarioError) -> PyErr {
@@ -29,7 +39,11 @@ fn to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
 }
 
-fn load(scenario: &str, base_dir: Option<&str>, source_name: &str) -> Result<Scenario, ScenarioError> {
+fn load(
+    scenario: &str,
+    base_dir: Option<&str>,
+    source_name: &str,
+) -> Result<Scenario, ScenarioError> {
     Scenario::parse(scenario, source_name, base_dir.map(Path::new))
 }
 
@@ -63,7 +77,11 @@ fn simulate(
     });
     let out = match result {
         Ok(out) => out,
-        Err(_) => return Err(interrupted.unwrap_or_else(|| PyKeyboardInterrupt::new_err("simulation cancelled"))),
+        Err(_) => {
+            return Err(
+                interrupted.unwrap_or_else(|| PyKeyboardInterrupt::new_err("simulation cancelled"))
+            )
+        }
     };
     let wall_s = started.elapsed().as_secs_f64();
     let value = serde_json::json!({
@@ -89,13 +107,16 @@ fn simulate(
 #[pyfunction]
 #[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>"))]
 fn validate_scenario(scenario: &str, base_dir: Option<&str>, source_name: &str) -> PyResult<()> {
-    load(scenario, base_dir, source_name).map(|_| ()).map_err(scenario_err)
+    load(scenario, base_dir, source_name)
+        .map(|_| ())
+        .map_err(scenario_err)
 }
 
 /// Statistics of a Mahimahi trace.
 #[pyfunction]
 fn trace_info(py: Python<'_>, path: &str) -> PyResult<Py<PyAny>> {
-    let trace = Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
+    let trace =
+        Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
     let stats = trace.stats();
     let value = serde_json::to_value(&stats).map_err(|e| CellccError::new_err(e.to_string()))?;
     to_py(py, &value)

@@ -13,6 +13,5 @@ pub mod schemes;
 pub mod sim;
 pub mod tcp;
 
-
 pub use scenario::{Scenario, ScenarioError};
 pub use sim::{run, Cancelled, Conservation, SimOutput, Simulation};

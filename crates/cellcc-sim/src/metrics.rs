@@ -28,7 +28,8 @@ pub struct DelayStats {
 impl Default for DelayStats {
     fn default() -> Self {
         DelayStats {
-            hist: Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG).expect("static histogram bounds are valid"),
+            hist: Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG)
+                .expect("static histogram bounds are valid"),
             sum_ns: 0,
             count: 0,
             min_ns: u64::MAX,
@@ -117,7 +118,15 @@ impl FlowMetrics {
     }
 
     /// A data packet left the bottleneck at `t`.
-    pub fn on_egress(&mut self, t: Time, ip_len: u32, charged: u32, owd: Dur, qdelay: Dur, bin: Dur) {
+    pub fn on_egress(
+        &mut self,
+        t: Time,
+        ip_len: u32,
+        charged: u32,
+        owd: Dur,
+        qdelay: Dur,
+        bin: Dur,
+    ) {
         self.owd.record(owd);
         self.qdelay.record(qdelay);
         let d = owd.as_ns();
@@ -221,9 +230,20 @@ pub struct SummaryRow {
 impl FlowMetrics {
     /// Summarise; `active` is the span the throughput is averaged over and `capacity`
     /// the bottleneck's offered (charged) bytes over that span, for utilisation.
-    pub fn summary(&self, flow: i64, scheme: &str, start: Time, active: Dur, capacity_bytes: Option<u64>) -> SummaryRow {
+    pub fn summary(
+        &self,
+        flow: i64,
+        scheme: &str,
+        start: Time,
+        active: Dur,
+        capacity_bytes: Option<u64>,
+    ) -> SummaryRow {
         let secs = active.as_secs_f64();
-        let throughput_mbps = if secs > 0.0 { self.app_bytes as f64 * 8.0 / secs / 1e6 } else { 0.0 };
+        let throughput_mbps = if secs > 0.0 {
+            self.app_bytes as f64 * 8.0 / secs / 1e6
+        } else {
+            0.0
+        };
         let pantheon_throughput_mbps = self.first_egress.and_then(|first| {
             let span = self.last_egress.saturating_since(first).as_secs_f64();
             (span > 0.0).then(|| self.egress_ip_bytes as f64 * 8.0 / span / 1e6)
@@ -237,7 +257,9 @@ impl FlowMetrics {
             throughput_mbps,
             pantheon_throughput_mbps,
             app_bytes: self.app_bytes,
-            completion_s: self.completed_at.map(|t| t.saturating_since(start).as_secs_f64()),
+            completion_s: self
+                .completed_at
+                .map(|t| t.saturating_since(start).as_secs_f64()),
             owd_mean_ms: owd_mean,
             owd_p50_ms: self.owd.quantile_ms(0.5),
             owd_p95_ms: self.owd.quantile_ms(0.95),
@@ -266,7 +288,9 @@ impl FlowMetrics {
             // César: throughput (Mbit/s) per ms of RTT.
             efficiency: rtt_mean.filter(|&r| r > 0.0).map(|r| throughput_mbps / r),
             // Kleinrock's power: throughput (Mbit/s) over mean one-way delay (s).
-            power: owd_mean.filter(|&d| d > 0.0).map(|d| throughput_mbps / (d / 1e3)),
+            power: owd_mean
+                .filter(|&d| d > 0.0)
+                .map(|d| throughput_mbps / (d / 1e3)),
         }
     }
 }
@@ -292,21 +316,35 @@ pub struct TimeSeries {
 
 impl TimeSeries {
     /// Append the bins of one flow, from the bin containing `from` to `bins` bins.
-    pub fn push_flow(&mut self, flow: i64, m: &FlowMetrics, bin: Dur, from_bin: usize, bins: usize) {
+    pub fn push_flow(
+        &mut self,
+        flow: i64,
+        m: &FlowMetrics,
+        bin: Dur,
+        from_bin: usize,
+        bins: usize,
+    ) {
         let secs = bin.as_secs_f64();
         for i in from_bin..bins {
             let b = m.bins.get(i).copied().unwrap_or_default();
             self.flow.push(flow);
             self.t_s.push(i as f64 * secs);
-            self.throughput_mbps.push(Some(b.app_bytes as f64 * 8.0 / secs / 1e6));
-            self.egress_mbps.push(Some(b.egress_bytes as f64 * 8.0 / secs / 1e6));
+            self.throughput_mbps
+                .push(Some(b.app_bytes as f64 * 8.0 / secs / 1e6));
+            self.egress_mbps
+                .push(Some(b.egress_bytes as f64 * 8.0 / secs / 1e6));
             let mean = |sum: u128| (b.packets > 0).then(|| sum as f64 / b.packets as f64 / 1e6);
             self.owd_ms.push(mean(b.owd_sum_ns));
             self.qdelay_ms.push(mean(b.qdelay_sum_ns));
             self.cwnd.push(b.cwnd);
-            self.ssthresh.push(b.ssthresh.filter(|&s| s < cellcc_congestion::INFINITE_SSTHRESH));
-            self.pacing_mbps.push(b.pacing_bps.map(|r| r as f64 * 8.0 / 1e6));
-            self.srtt_ms.push(b.srtt_ns.filter(|&s| s > 0).map(|s| s as f64 / 1e6));
+            self.ssthresh.push(
+                b.ssthresh
+                    .filter(|&s| s < cellcc_congestion::INFINITE_SSTHRESH),
+            );
+            self.pacing_mbps
+                .push(b.pacing_bps.map(|r| r as f64 * 8.0 / 1e6));
+            self.srtt_ms
+                .push(b.srtt_ns.filter(|&s| s > 0).map(|s| s as f64 / 1e6));
             self.inflight.push(b.inflight);
             self.capacity_mbps.push(None);
             self.queue_packets.push(None);
@@ -315,7 +353,13 @@ impl TimeSeries {
     }
 
     /// Append one link row (flow −1).
-    pub fn push_link(&mut self, t_s: f64, egress_mbps: f64, capacity_mbps: Option<f64>, queue: (u64, u64)) {
+    pub fn push_link(
+        &mut self,
+        t_s: f64,
+        egress_mbps: f64,
+        capacity_mbps: Option<f64>,
+        queue: (u64, u64),
+    ) {
         self.flow.push(-1);
         self.t_s.push(t_s);
         self.throughput_mbps.push(None);
@@ -360,7 +404,12 @@ impl PacketLog {
         let _ = writeln!(text, "# queue: {queue}");
         let _ = writeln!(text, "# init timestamp: 0");
         let _ = writeln!(text, "# base timestamp: 0");
-        PacketLog { text, opportunities, next_opportunity: 0, opportunity_bytes }
+        PacketLog {
+            text,
+            opportunities,
+            next_opportunity: 0,
+            opportunity_bytes,
+        }
     }
 
     fn catch_up(&mut self, t_ms: u64) {
@@ -418,7 +467,14 @@ mod tests {
         let bin = Dur::from_ms(100);
         // One-way delays 10, 14, 12 ms: differences 4 and 2 ⇒ mean 3 ms.
         for (i, d) in [10u64, 14, 12].iter().enumerate() {
-            m.on_egress(Time::from_ms(i as u64), 1500, 1504, Dur::from_ms(*d), Dur::ZERO, bin);
+            m.on_egress(
+                Time::from_ms(i as u64),
+                1500,
+                1504,
+                Dur::from_ms(*d),
+                Dur::ZERO,
+                bin,
+            );
         }
         assert_eq!(m.jitter_ms(), Some(3.0));
         // RFC 3550: J1 = 4/16 = 0.25; J2 = 0.25 + (2 − 0.25)/16 = 0.359375; mean 0.3046875.
@@ -433,6 +489,9 @@ mod tests {
         log.departure(Time::from_ms(1), 1504, Dur::from_us(500));
         let text = log.finish(Time::from_ms(10));
         let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-        assert_eq!(body, ["0 + 1504", "1 # 1504", "1 - 1504 0", "2 # 1504", "5 # 1504"]);
+        assert_eq!(
+            body,
+            ["0 + 1504", "1 # 1504", "1 - 1504 0", "2 # 1504", "5 # 1504"]
+        );
     }
 }

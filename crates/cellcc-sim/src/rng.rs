@@ -48,10 +48,22 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_distinct() {
-        let a: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, Stream::DownlinkLoss), |r, _| Some(r.next_u64())).collect();
-        let b: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, Stream::DownlinkLoss), |r, _| Some(r.next_u64())).collect();
-        let c: Vec<u64> = (0..4).map(|_| 0).scan(stream(7, Stream::UplinkLoss), |r, _| Some(r.next_u64())).collect();
-        let d: Vec<u64> = (0..4).map(|_| 0).scan(stream(8, Stream::DownlinkLoss), |r, _| Some(r.next_u64())).collect();
+        let a: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(stream(7, Stream::DownlinkLoss), |r, _| Some(r.next_u64()))
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(stream(7, Stream::DownlinkLoss), |r, _| Some(r.next_u64()))
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(stream(7, Stream::UplinkLoss), |r, _| Some(r.next_u64()))
+            .collect();
+        let d: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(stream(8, Stream::DownlinkLoss), |r, _| Some(r.next_u64()))
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);

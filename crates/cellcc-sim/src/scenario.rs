@@ -111,8 +111,14 @@ enum RawMode {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 enum RawQueue {
     Infinite,
-    Droptail { packets: Option<u64>, bytes: Option<u64> },
-    Drophead { packets: Option<u64>, bytes: Option<u64> },
+    Droptail {
+        packets: Option<u64>,
+        bytes: Option<u64>,
+    },
+    Drophead {
+        packets: Option<u64>,
+        bytes: Option<u64>,
+    },
 }
 
 #[derive(Deserialize)]
@@ -162,7 +168,11 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, location: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError { file: self.file.to_string(), location: location.into(), message: message.into() }
+        ScenarioError {
+            file: self.file.to_string(),
+            location: location.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -179,7 +189,11 @@ impl Scenario {
     }
 
     /// Parse scenario text. `file` names it in errors; `base_dir` resolves trace paths.
-    pub fn parse(text: &str, file: &str, base_dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
+    pub fn parse(
+        text: &str,
+        file: &str,
+        base_dir: Option<&Path>,
+    ) -> Result<Scenario, ScenarioError> {
         let ctx = Ctx { file, base_dir };
         let raw = parse_raw(text, &ctx)?;
         build(raw, &ctx)
@@ -187,19 +201,33 @@ impl Scenario {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
 }
 
 fn parse_raw(text: &str, ctx: &Ctx) -> Result<RawScenario, ScenarioError> {
     let de = toml::Deserializer::parse(text).map_err(|e| {
-        let loc = e.span().map(|s| format!("line {}", line_of(text, s.start))).unwrap_or_else(|| "syntax".into());
+        let loc = e
+            .span()
+            .map(|s| format!("line {}", line_of(text, s.start)))
+            .unwrap_or_else(|| "syntax".into());
         ctx.err(loc, format!("invalid TOML: {}", e.message().trim()))
     })?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let line = inner.span().map(|s| format!(" (line {})", line_of(text, s.start))).unwrap_or_default();
-        let location = if path == "." { "top level".to_string() } else { path };
+        let line = inner
+            .span()
+            .map(|s| format!(" (line {})", line_of(text, s.start)))
+            .unwrap_or_default();
+        let location = if path == "." {
+            "top level".to_string()
+        } else {
+            path
+        };
         ctx.err(location, format!("{}{line}", inner.message().trim()))
     })
 }
@@ -229,7 +257,14 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
     let downlink = build_link(raw.downlink, "downlink", ctx)?;
     let uplink = match raw.uplink {
         Some(u) => build_link(u, "uplink", ctx)?,
-        None => build_link(RawLink { rate_mbps: Some(DEFAULT_UPLINK_MBPS), ..Default::default() }, "uplink", ctx)?,
+        None => build_link(
+            RawLink {
+                rate_mbps: Some(DEFAULT_UPLINK_MBPS),
+                ..Default::default()
+            },
+            "uplink",
+            ctx,
+        )?,
     };
     if raw.flows.is_empty() {
         return Err(ctx.err("flows", "at least one [[flows]] entry is required"));
@@ -240,15 +275,34 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         let key = format!("flows[{i}]");
         let start = Dur::from_secs_f64(non_negative(ctx, &format!("{key}.start_s"), f.start_s)?);
         if start >= duration {
-            return Err(ctx.err(format!("{key}.start_s"), format!("starts at {} s, not before the end of the run ({} s)", f.start_s, raw.duration_s)));
+            return Err(ctx.err(
+                format!("{key}.start_s"),
+                format!(
+                    "starts at {} s, not before the end of the run ({} s)",
+                    f.start_s, raw.duration_s
+                ),
+            ));
         }
         let app = build_app(f.app.as_ref(), &format!("{key}.app"), ctx)?;
         // Validate scheme name and parameters now, so errors come before a long run.
-        schemes::build(&f.scheme, &f.params, 0).map_err(|e| ctx.err(format!("{key}.{}", e.key), e.message))?;
-        flows.push(FlowConfig { scheme: f.scheme, params: f.params, start, app });
+        schemes::build(&f.scheme, &f.params, 0)
+            .map_err(|e| ctx.err(format!("{key}.{}", e.key), e.message))?;
+        flows.push(FlowConfig {
+            scheme: f.scheme,
+            params: f.params,
+            start,
+            app,
+        });
     }
-    let bin_ms = positive(ctx, "metrics.bin_ms", raw.metrics.bin_ms.unwrap_or(DEFAULT_BIN_MS))?;
-    let metrics = MetricsConfig { bin: ms(bin_ms), packet_log: raw.metrics.packet_log.unwrap_or(false) };
+    let bin_ms = positive(
+        ctx,
+        "metrics.bin_ms",
+        raw.metrics.bin_ms.unwrap_or(DEFAULT_BIN_MS),
+    )?;
+    let metrics = MetricsConfig {
+        bin: ms(bin_ms),
+        packet_log: raw.metrics.packet_log.unwrap_or(false),
+    };
     let (sender, receiver) = build_tcp(raw.tcp, ctx)?;
     Ok(Scenario {
         name: raw.name.unwrap_or_else(|| default_name(ctx.file)),
@@ -264,7 +318,12 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
 }
 
 fn default_name(file: &str) -> String {
-    Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or("scenario").trim_matches(['<', '>']).to_string()
+    Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("scenario")
+        .trim_matches(['<', '>'])
+        .to_string()
 }
 
 fn build_app(v: Option<&toml::Value>, key: &str, ctx: &Ctx) -> Result<App, ScenarioError> {
@@ -278,7 +337,9 @@ fn build_app(v: Option<&toml::Value>, key: &str, ctx: &Ctx) -> Result<App, Scena
             }
             match t.get("bytes") {
                 Some(toml::Value::Integer(n)) if *n >= 1 => Ok(App::Bytes(*n as u64)),
-                Some(other) => Err(ctx.err(format!("{key}.bytes"), format!("got {other}; {expected}"))),
+                Some(other) => {
+                    Err(ctx.err(format!("{key}.bytes"), format!("got {other}; {expected}")))
+                }
                 None => Err(ctx.err(key, format!("missing `bytes`; {expected}"))),
             }
         }
@@ -291,7 +352,12 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
         (Some(_), Some(_)) => {
             return Err(ctx.err(key, "give either `trace` or `rate_mbps`, not both"));
         }
-        (None, None) => return Err(ctx.err(key, "missing the link capacity: give `trace = \"FILE\"` or `rate_mbps = N`")),
+        (None, None) => {
+            return Err(ctx.err(
+                key,
+                "missing the link capacity: give `trace = \"FILE\"` or `rate_mbps = N`",
+            ))
+        }
         (Some(t), None) => {
             let path = resolve(t, ctx.base_dir);
             let trace = Trace::from_file(&path)
@@ -300,21 +366,44 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
                 RawMode::Loop => TraceMode::Loop,
                 RawMode::Once => TraceMode::Once,
             };
-            let label = Path::new(t).file_name().and_then(|n| n.to_str()).unwrap_or(t).to_string();
-            (LinkService::Trace { trace: Arc::new(trace), mode }, label)
+            let label = Path::new(t)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(t)
+                .to_string();
+            (
+                LinkService::Trace {
+                    trace: Arc::new(trace),
+                    mode,
+                },
+                label,
+            )
         }
         (None, Some(r)) => {
             if raw.mode.is_some() {
                 return Err(ctx.err(format!("{key}.mode"), "`mode` applies to trace links only"));
             }
             let r = positive(ctx, &format!("{key}.rate_mbps"), r)?;
-            (LinkService::Constant { rate: Bandwidth::from_mbps(r), framing_bytes: 0 }, format!("{r} Mbit/s"))
+            (
+                LinkService::Constant {
+                    rate: Bandwidth::from_mbps(r),
+                    framing_bytes: 0,
+                },
+                format!("{r} Mbit/s"),
+            )
         }
     };
-    let delay = ms(non_negative(ctx, &format!("{key}.delay_ms"), raw.delay_ms.unwrap_or(0.0))?);
+    let delay = ms(non_negative(
+        ctx,
+        &format!("{key}.delay_ms"),
+        raw.delay_ms.unwrap_or(0.0),
+    )?);
     let loss = raw.loss.unwrap_or(0.0);
     if !(0.0..1.0).contains(&loss) {
-        return Err(ctx.err(format!("{key}.loss"), format!("must be a probability in [0, 1), got {loss}")));
+        return Err(ctx.err(
+            format!("{key}.loss"),
+            format!("must be a probability in [0, 1), got {loss}"),
+        ));
     }
     let queue = match raw.queue {
         None | Some(RawQueue::Infinite) => QueueSpec::Infinite,
@@ -327,12 +416,26 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
             QueueSpec::DropHead { packets, bytes }
         }
     };
-    Ok(LinkConfig { service, queue, delay, loss, label })
+    Ok(LinkConfig {
+        service,
+        queue,
+        delay,
+        loss,
+        label,
+    })
 }
 
-fn check_limits(ctx: &Ctx, key: &str, packets: Option<u64>, bytes: Option<u64>) -> Result<(), ScenarioError> {
+fn check_limits(
+    ctx: &Ctx,
+    key: &str,
+    packets: Option<u64>,
+    bytes: Option<u64>,
+) -> Result<(), ScenarioError> {
     if packets.is_none() && bytes.is_none() {
-        return Err(ctx.err(format!("{key}.queue"), "droptail/drophead need a limit: `packets = N` and/or `bytes = N`"));
+        return Err(ctx.err(
+            format!("{key}.queue"),
+            "droptail/drophead need a limit: `packets = N` and/or `bytes = N`",
+        ));
     }
     for (name, v) in [("packets", packets), ("bytes", bytes)] {
         if v == Some(0) {
@@ -355,7 +458,10 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
     let mut r = ReceiverConfig::default();
     if let Some(mss) = raw.mss {
         if !(64..=MAX_MSS).contains(&mss) {
-            return Err(ctx.err("tcp.mss", format!("must be in 64..={MAX_MSS} (a 1500-byte IP packet), got {mss}")));
+            return Err(ctx.err(
+                "tcp.mss",
+                format!("must be in 64..={MAX_MSS} (a 1500-byte IP packet), got {mss}"),
+            ));
         }
         s.mss = mss;
     }
@@ -367,7 +473,10 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
     }
     if let Some(hz) = raw.hz {
         if ![100, 250, 300, 1000].contains(&hz) {
-            return Err(ctx.err("tcp.hz", format!("must be one of 100, 250, 300, 1000 (CONFIG_HZ), got {hz}")));
+            return Err(ctx.err(
+                "tcp.hz",
+                format!("must be one of 100, 250, 300, 1000 (CONFIG_HZ), got {hz}"),
+            ));
         }
         s.hz = hz;
     }

@@ -24,9 +24,18 @@ pub struct SchemeInfo {
 
 /// Every scheme, in the order reports list them.
 pub const SCHEMES: &[SchemeInfo] = &[
-    SchemeInfo { name: "newreno", description: "NewReno (Linux tcp_cong.c Reno with SACK recovery)" },
-    SchemeInfo { name: "cubic", description: "CUBIC with HyStart (Linux tcp_cubic.c)" },
-    SchemeInfo { name: "bbr", description: "BBR v1 (Linux tcp_bbr.c)" },
+    SchemeInfo {
+        name: "newreno",
+        description: "NewReno (Linux tcp_cong.c Reno with SACK recovery)",
+    },
+    SchemeInfo {
+        name: "cubic",
+        description: "CUBIC with HyStart (Linux tcp_cubic.c)",
+    },
+    SchemeInfo {
+        name: "bbr",
+        description: "BBR v1 (Linux tcp_bbr.c)",
+    },
 ];
 
 /// Names of all schemes.
@@ -39,7 +48,11 @@ fn config<C: DeserializeOwned>(params: &toml::Table) -> Result<C, SchemeError> {
         let path = e.path().to_string();
         let inner = e.into_inner();
         SchemeError {
-            key: if path == "." { "params".into() } else { format!("params.{path}") },
+            key: if path == "." {
+                "params".into()
+            } else {
+                format!("params.{path}")
+            },
             message: inner.message().trim().to_string(),
         }
     })
@@ -47,14 +60,21 @@ fn config<C: DeserializeOwned>(params: &toml::Table) -> Result<C, SchemeError> {
 
 fn no_params(params: &toml::Table, scheme: &str) -> Result<(), SchemeError> {
     match params.keys().next() {
-        Some(k) => Err(SchemeError { key: format!("params.{k}"), message: format!("{scheme} takes no parameters") }),
+        Some(k) => Err(SchemeError {
+            key: format!("params.{k}"),
+            message: format!("{scheme} takes no parameters"),
+        }),
         None => Ok(()),
     }
 }
 
 /// Build the controller `name` with `params`. `flow_seed` feeds algorithms that need a
 /// random choice (BBR's initial gain-cycle phase), keeping runs deterministic.
-pub fn build(name: &str, params: &toml::Table, flow_seed: u64) -> Result<Box<dyn CongestionControl>, SchemeError> {
+pub fn build(
+    name: &str,
+    params: &toml::Table,
+    flow_seed: u64,
+) -> Result<Box<dyn CongestionControl>, SchemeError> {
     match name {
         "newreno" | "reno" => {
             no_params(params, name)?;
@@ -63,7 +83,10 @@ pub fn build(name: &str, params: &toml::Table, flow_seed: u64) -> Result<Box<dyn
         "cubic" => Ok(Box::new(Cubic::new(config::<CubicConfig>(params)?))),
         "bbr" => {
             let mut cfg = config::<BbrConfig>(params)?;
-            cfg.validate().map_err(|e| SchemeError { key: format!("params.{}", e.field), message: e.reason })?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
             if !params.contains_key("cycle_seed") {
                 cfg.cycle_seed = flow_seed;
             }
@@ -71,7 +94,10 @@ pub fn build(name: &str, params: &toml::Table, flow_seed: u64) -> Result<Box<dyn
         }
         _ => Err(SchemeError {
             key: "scheme".into(),
-            message: format!("unknown scheme \"{name}\"; expected one of: {}", names().join(", ")),
+            message: format!(
+                "unknown scheme \"{name}\"; expected one of: {}",
+                names().join(", ")
+            ),
         }),
     }
 }

@@ -176,9 +176,10 @@ impl<'s> Simulation<'s> {
         let end = Time::ZERO + sc.duration;
         let log = sc.metrics.packet_log.then(|| {
             let (opps, bytes) = match &sc.downlink.service {
-                LinkService::Trace { trace, mode } => {
-                    (trace.opportunity_times_ms(*mode, end.as_ms() + 1), cellcc_link::OPPORTUNITY_BYTES)
-                }
+                LinkService::Trace { trace, mode } => (
+                    trace.opportunity_times_ms(*mode, end.as_ms() + 1),
+                    cellcc_link::OPPORTUNITY_BYTES,
+                ),
                 LinkService::Constant { .. } => (Vec::new(), 0),
             };
             PacketLog::new(&format!("{:?}", sc.downlink.queue), opps, bytes)
@@ -232,7 +233,9 @@ impl<'s> Simulation<'s> {
             debug_assert!(t >= self.now, "events never go back in time");
             self.now = t;
             self.events += 1;
-            if self.events % PROGRESS_EVERY == 0 && !progress(t.as_ns() as f64 / self.end.as_ns() as f64) {
+            if self.events.is_multiple_of(PROGRESS_EVERY)
+                && !progress(t.as_ns() as f64 / self.end.as_ns() as f64)
+            {
                 return Err(Cancelled);
             }
             self.dispatch(t, ev);
@@ -252,7 +255,10 @@ impl<'s> Simulation<'s> {
                 }
                 f.sender_timer = None;
                 if let Some(s) = f.sender.as_mut() {
-                    let mut obs = Observer { flow: &mut self.metrics[i as usize], all: &mut self.all };
+                    let mut obs = Observer {
+                        flow: &mut self.metrics[i as usize],
+                        all: &mut self.all,
+                    };
                     s.on_timer(t, &mut obs);
                 }
                 self.pump_sender(i);
@@ -325,8 +331,13 @@ impl<'s> Simulation<'s> {
         loop {
             let f = &mut self.flows[i as usize];
             let Some(s) = f.sender.as_mut() else { return };
-            let mut obs = Observer { flow: &mut self.metrics[i as usize], all: &mut self.all };
-            let Some(seg) = s.poll_transmit(now, &mut obs) else { break };
+            let mut obs = Observer {
+                flow: &mut self.metrics[i as usize],
+                all: &mut self.all,
+            };
+            let Some(seg) = s.poll_transmit(now, &mut obs) else {
+                break;
+            };
             let len = seg.ip_len() as u64;
             self.count.data_sent += 1;
             self.metrics[i as usize].sent_ip_bytes += len;
@@ -344,14 +355,20 @@ impl<'s> Simulation<'s> {
                 self.arm_down_delay();
             }
         }
-        let want = self.flows[i as usize].sender.as_ref().and_then(|s| s.next_wakeup());
+        let want = self.flows[i as usize]
+            .sender
+            .as_ref()
+            .and_then(|s| s.next_wakeup());
         if let Some(t) = claim(self.now, &mut self.flows[i as usize].sender_timer, want) {
             self.push(t, Event::SenderTimer(i));
         }
     }
 
     fn arm_receiver(&mut self, i: u32) {
-        let want = self.flows[i as usize].receiver.as_ref().and_then(|r| r.next_wakeup());
+        let want = self.flows[i as usize]
+            .receiver
+            .as_ref()
+            .and_then(|r| r.next_wakeup());
         if let Some(t) = claim(self.now, &mut self.flows[i as usize].receiver_timer, want) {
             self.push(t, Event::ReceiverTimer(i));
         }
@@ -430,7 +447,9 @@ impl<'s> Simulation<'s> {
             if let Some(log) = self.log.as_mut() {
                 log.departure(t, charged, qdelay);
             }
-            let Some(r) = self.flows[i].receiver.as_mut() else { continue };
+            let Some(r) = self.flows[i].receiver.as_mut() else {
+                continue;
+            };
             let out = r.on_data(t, &seg);
             if out.delivered_bytes > 0 {
                 self.metrics[i].on_app_delivered(t, out.delivered_bytes, bin);
@@ -485,7 +504,10 @@ impl<'s> Simulation<'s> {
         let i = ack.flow;
         let now = self.now;
         if let Some(s) = self.flows[i as usize].sender.as_mut() {
-            let mut obs = Observer { flow: &mut self.metrics[i as usize], all: &mut self.all };
+            let mut obs = Observer {
+                flow: &mut self.metrics[i as usize],
+                all: &mut self.all,
+            };
             s.on_ack(now, &ack, &mut obs);
         }
         self.pump_sender(i);
@@ -507,14 +529,22 @@ impl<'s> Simulation<'s> {
                 self.metrics[i].sample(now, bin, &sample);
             }
         }
-        self.link_series.push((self.down.link.queued_packets() as u64, self.down.link.queued_bytes()));
+        self.link_series.push((
+            self.down.link.queued_packets() as u64,
+            self.down.link.queued_bytes(),
+        ));
         self.push(now + bin, Event::Sample);
     }
 
     fn finish(mut self) -> SimOutput {
         let end = self.end;
         let bin = self.sc.metrics.bin;
-        let first_start = self.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        let first_start = self
+            .flows
+            .iter()
+            .map(|f| f.start)
+            .min()
+            .unwrap_or(Time::ZERO);
         let mut summary = Vec::with_capacity(self.flows.len() + 1);
         for (i, f) in self.flows.iter().enumerate() {
             let m = &self.metrics[i];
@@ -527,14 +557,28 @@ impl<'s> Simulation<'s> {
         let schemes: Vec<&str> = self.flows.iter().map(|f| f.scheme.as_str()).collect();
         let mut scheme_all = schemes.clone();
         scheme_all.dedup();
-        let all_label = if scheme_all.len() == 1 { scheme_all[0].to_string() } else { "all".to_string() };
-        let all_row = self.all.summary(-1, &all_label, first_start, end.saturating_since(first_start), Some(cap_all));
+        let all_label = if scheme_all.len() == 1 {
+            scheme_all[0].to_string()
+        } else {
+            "all".to_string()
+        };
+        let all_row = self.all.summary(
+            -1,
+            &all_label,
+            first_start,
+            end.saturating_since(first_start),
+            Some(cap_all),
+        );
         let link = LinkSummary {
             downlink: self.sc.downlink.label.clone(),
             uplink: self.sc.uplink.label.clone(),
             capacity_mbps: {
                 let secs = end.saturating_since(first_start).as_secs_f64();
-                if secs > 0.0 { cap_all as f64 * 8.0 / secs / 1e6 } else { 0.0 }
+                if secs > 0.0 {
+                    cap_all as f64 * 8.0 / secs / 1e6
+                } else {
+                    0.0
+                }
             },
             utilisation: all_row.utilisation,
             delivered_mbps: all_row.pantheon_throughput_mbps.unwrap_or(0.0),
@@ -552,20 +596,37 @@ impl<'s> Simulation<'s> {
         for b in 0..bins {
             let t0 = Time(b as u64 * bin.as_ns());
             let t1 = Time(((b as u64 + 1) * bin.as_ns()).min(end.as_ns()));
-            let cap = self.down.link.capacity_bytes(t0, t1) as f64 * 8.0 / t1.saturating_since(t0).as_secs_f64().max(1e-12) / 1e6;
+            let cap = self.down.link.capacity_bytes(t0, t1) as f64 * 8.0
+                / t1.saturating_since(t0).as_secs_f64().max(1e-12)
+                / 1e6;
             let egress = self.all.bin_egress_bytes(b) as f64 * 8.0 / secs / 1e6;
             let q = self.link_series.get(b).copied().unwrap_or((0, 0));
             ts.push_link(b as f64 * secs, egress, Some(cap), q);
         }
         let packet_log = self.log.take().map(|l| l.finish(end));
         let mut conservation = self.count;
-        conservation.data_in_network = (self.down.delay_line.len() + self.down.link.queued_packets() + usize::from(self.down.link.has_packet_in_transit())) as u64;
-        conservation.acks_in_network = (self.up.delay_line.len() + self.up.link.queued_packets() + usize::from(self.up.link.has_packet_in_transit())) as u64;
-        SimOutput { summary, timeseries: ts, link, events: self.events, packet_log, conservation }
+        conservation.data_in_network = (self.down.delay_line.len()
+            + self.down.link.queued_packets()
+            + usize::from(self.down.link.has_packet_in_transit()))
+            as u64;
+        conservation.acks_in_network = (self.up.delay_line.len()
+            + self.up.link.queued_packets()
+            + usize::from(self.up.link.has_packet_in_transit()))
+            as u64;
+        SimOutput {
+            summary,
+            timeseries: ts,
+            link,
+            events: self.events,
+            packet_log,
+            conservation,
+        }
     }
 }
 
 /// Run a scenario to completion.
 pub fn run(sc: &Scenario) -> SimOutput {
-    Simulation::new(sc).run(&mut |_| true).expect("a run without a cancelling callback completes")
+    Simulation::new(sc)
+        .run(&mut |_| true)
+        .expect("a run without a cancelling callback completes")
 }

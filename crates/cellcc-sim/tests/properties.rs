@@ -34,7 +34,9 @@ fn scenario_text(s: &Spec, trace_path: Option<&str>) -> String {
         s.duration_s, s.seed, s.delay_ms, s.loss, s.up_delay_ms, s.ack_loss
     );
     for (scheme, start, bytes) in &s.flows {
-        t += &format!("[[flows]]\nscheme = \"{scheme}\"\nstart_s = {start}\napp = {{ bytes = {bytes} }}\n");
+        t += &format!(
+            "[[flows]]\nscheme = \"{scheme}\"\nstart_s = {start}\napp = {{ bytes = {bytes} }}\n"
+        );
     }
     t
 }
@@ -65,7 +67,10 @@ mod tempdir {
             let file = path.join("t.trace");
             let body: String = ts.iter().map(|t| format!("{t}\n")).collect();
             std::fs::write(&file, body).unwrap();
-            Dir { trace: file.display().to_string(), path }
+            Dir {
+                trace: file.display().to_string(),
+                path,
+            }
         }
     }
     impl Drop for Dir {
@@ -98,23 +103,32 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
         prop_oneof![Just(0.0), 0.0f64..0.05],
         prop_oneof![Just(0.0), 0.0f64..0.05],
         prop::collection::vec(
-            (prop::sample::select(vec!["newreno", "cubic", "bbr"]), 0.0f64..2.0, 1u64..400_000),
+            (
+                prop::sample::select(vec!["newreno", "cubic", "bbr"]),
+                0.0f64..2.0,
+                1u64..400_000,
+            ),
             1..4,
         ),
         any::<u64>(),
     )
-        .prop_map(|(rate, trace, d, ud, queue, loss, ack_loss, flows, seed)| Spec {
-            rate_mbps: (rate * 10.0).round() / 10.0,
-            trace,
-            delay_ms: d.round(),
-            up_delay_ms: ud.round(),
-            queue,
-            loss: (loss * 1000.0).round() / 1000.0,
-            ack_loss: (ack_loss * 1000.0).round() / 1000.0,
-            flows: flows.into_iter().map(|(s, st, b)| (s.to_string(), (st * 10.0).round() / 10.0, b)).collect(),
-            duration_s: 40.0,
-            seed: seed % 1_000_000,
-        })
+        .prop_map(
+            |(rate, trace, d, ud, queue, loss, ack_loss, flows, seed)| Spec {
+                rate_mbps: (rate * 10.0).round() / 10.0,
+                trace,
+                delay_ms: d.round(),
+                up_delay_ms: ud.round(),
+                queue,
+                loss: (loss * 1000.0).round() / 1000.0,
+                ack_loss: (ack_loss * 1000.0).round() / 1000.0,
+                flows: flows
+                    .into_iter()
+                    .map(|(s, st, b)| (s.to_string(), (st * 10.0).round() / 10.0, b))
+                    .collect(),
+                duration_s: 40.0,
+                seed: seed % 1_000_000,
+            },
+        )
 }
 
 proptest! {
@@ -162,7 +176,11 @@ fn finite_flows_complete_without_loss() {
         queue: Some((true, 50)),
         loss: 0.0,
         ack_loss: 0.0,
-        flows: vec![("cubic".into(), 0.0, 1_000_000), ("bbr".into(), 0.5, 2_000_000), ("newreno".into(), 1.0, 12_345)],
+        flows: vec![
+            ("cubic".into(), 0.0, 1_000_000),
+            ("bbr".into(), 0.5, 2_000_000),
+            ("newreno".into(), 1.0, 12_345),
+        ],
         duration_s: 20.0,
         seed: 3,
     };
@@ -170,7 +188,10 @@ fn finite_flows_complete_without_loss() {
     let out = run(&sc);
     for (i, (_, _, bytes)) in spec.flows.iter().enumerate() {
         assert_eq!(out.summary[i].app_bytes, *bytes, "flow {i}");
-        assert!(out.summary[i].completion_s.is_some(), "flow {i} did not complete");
+        assert!(
+            out.summary[i].completion_s.is_some(),
+            "flow {i} did not complete"
+        );
     }
 }
 
@@ -190,9 +211,15 @@ fn different_seeds_give_different_loss_patterns() {
         seed,
     };
     let outs: Vec<_> = (1..=3).map(|s| run(&load(&mk(s)).0)).collect();
-    let series: Vec<String> = outs.iter().map(|o| serde_json::to_string(&o.timeseries.egress_mbps).unwrap()).collect();
+    let series: Vec<String> = outs
+        .iter()
+        .map(|o| serde_json::to_string(&o.timeseries.egress_mbps).unwrap())
+        .collect();
     let drops: Vec<u64> = outs.iter().map(|o| o.summary[0].drops_random).collect();
-    assert!(drops.iter().all(|&d| d > 0), "2% loss must drop something: {drops:?}");
+    assert!(
+        drops.iter().all(|&d| d > 0),
+        "2% loss must drop something: {drops:?}"
+    );
     assert_ne!(series[0], series[1]);
     assert_ne!(series[1], series[2]);
     assert_ne!(series[0], series[2]);

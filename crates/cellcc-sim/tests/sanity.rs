@@ -38,40 +38,65 @@ fn mean_qdelay(out: &SimOutput, from_s: f64, to_s: f64) -> f64 {
 
 #[test]
 fn cubic_fills_a_one_bdp_droptail_link() {
-    let out = simulate("cubic-1bdp", &constant_link("cubic", "{ kind = \"droptail\", packets = 20 }", 60.0));
+    let out = simulate(
+        "cubic-1bdp",
+        &constant_link("cubic", "{ kind = \"droptail\", packets = 20 }", 60.0),
+    );
     let row = &out.summary[0];
     let util = row.utilisation.unwrap();
-    println!("cubic 1 BDP: utilisation {util:.4}, throughput {:.2} Mbit/s, drops {}", row.throughput_mbps, row.drops);
+    println!(
+        "cubic 1 BDP: utilisation {util:.4}, throughput {:.2} Mbit/s, drops {}",
+        row.throughput_mbps, row.drops
+    );
     assert!(util >= 0.95, "utilisation {util}");
     assert!(row.drops > 0, "a 1-BDP buffer must overflow under Cubic");
 }
 
 #[test]
 fn cubic_queueing_delay_grows_without_bound_in_an_infinite_buffer() {
-    let out = simulate("cubic-infinite", &constant_link("cubic", "{ kind = \"infinite\" }", 60.0));
+    let out = simulate(
+        "cubic-infinite",
+        &constant_link("cubic", "{ kind = \"infinite\" }", 60.0),
+    );
     let early = mean_qdelay(&out, 10.0, 20.0);
     let mid = mean_qdelay(&out, 30.0, 40.0);
     let late = mean_qdelay(&out, 50.0, 60.0);
     println!("cubic infinite buffer: mean queueing delay {early:.0} → {mid:.0} → {late:.0} ms");
-    assert!(mid > early && late > mid, "queueing delay must keep growing: {early} {mid} {late}");
-    assert!(late > 1000.0, "after a minute the queue holds seconds of data: {late} ms");
+    assert!(
+        mid > early && late > mid,
+        "queueing delay must keep growing: {early} {mid} {late}"
+    );
+    assert!(
+        late > 1000.0,
+        "after a minute the queue holds seconds of data: {late} ms"
+    );
     assert_eq!(out.summary[0].drops, 0);
 }
 
 #[test]
 fn bbr_keeps_queueing_delay_low_at_high_utilisation() {
-    let out = simulate("bbr-infinite", &constant_link("bbr", "{ kind = \"infinite\" }", 60.0));
+    let out = simulate(
+        "bbr-infinite",
+        &constant_link("bbr", "{ kind = \"infinite\" }", 60.0),
+    );
     let row = &out.summary[0];
     let util = row.utilisation.unwrap();
     let p95 = row.qdelay_p95_ms.unwrap();
     let min_rtt = row.rtt_min_ms.unwrap();
     println!("bbr infinite buffer: utilisation {util:.4}, p95 queueing delay {p95:.1} ms, min RTT {min_rtt:.1} ms");
     assert!(util >= 0.90, "utilisation {util}");
-    assert!(p95 < 2.0 * min_rtt, "p95 queueing delay {p95} ms vs min RTT {min_rtt} ms");
+    assert!(
+        p95 < 2.0 * min_rtt,
+        "p95 queueing delay {p95} ms vs min RTT {min_rtt} ms"
+    );
 }
 
 fn shared_trace(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mahimahi")).join(name);
+    let p = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/traces/mahimahi"
+    ))
+    .join(name);
     if p.exists() {
         Some(p)
     } else {
@@ -82,7 +107,9 @@ fn shared_trace(name: &str) -> Option<PathBuf> {
 
 #[test]
 fn on_tmobile_lte_cubic_queues_seconds_and_bbr_an_order_of_magnitude_less() {
-    let Some(down) = shared_trace("TMobile-LTE-short.down") else { return };
+    let Some(down) = shared_trace("TMobile-LTE-short.down") else {
+        return;
+    };
     let up = shared_trace("TMobile-LTE-short.up").unwrap();
     let text = |scheme: &str| {
         format!(
@@ -100,6 +127,12 @@ fn on_tmobile_lte_cubic_queues_seconds_and_bbr_an_order_of_magnitude_less() {
         "TMobile-LTE-short, infinite queue: cubic mean queueing delay {c:.0} ms ({:.2} Mbit/s), bbr {b:.0} ms ({:.2} Mbit/s)",
         cubic.summary[0].throughput_mbps, bbr.summary[0].throughput_mbps
     );
-    assert!(c >= 1000.0, "cubic mean queueing delay should be in the seconds: {c} ms");
-    assert!(b * 10.0 <= c, "bbr {b} ms should be an order of magnitude below cubic {c} ms");
+    assert!(
+        c >= 1000.0,
+        "cubic mean queueing delay should be in the seconds: {c} ms"
+    );
+    assert!(
+        b * 10.0 <= c,
+        "bbr {b} ms should be an order of magnitude below cubic {c} ms"
+    );
 }

@@ -16,11 +16,15 @@ pub const NS_PER_MS: u64 = 1_000_000;
 pub const NS_PER_S: u64 = 1_000_000_000;
 
 /// An instant, in nanoseconds since the simulation started.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Time(pub u64);
 
 /// A span of time in nanoseconds.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Dur(pub u64);
 
 impl Time {
@@ -201,7 +205,19 @@ impl fmt::Display for Dur {
 }
 
 /// A data rate in bits per second.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    Debug,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Bandwidth {
     pub bits_per_sec: u64,
 }
@@ -212,10 +228,14 @@ impl Bandwidth {
         Bandwidth { bits_per_sec }
     }
     pub const fn from_bytes_per_sec(bytes: u64) -> Self {
-        Bandwidth { bits_per_sec: bytes * 8 }
+        Bandwidth {
+            bits_per_sec: bytes * 8,
+        }
     }
     pub fn from_mbps(mbps: f64) -> Self {
-        Bandwidth { bits_per_sec: (mbps * 1e6).round() as u64 }
+        Bandwidth {
+            bits_per_sec: (mbps * 1e6).round() as u64,
+        }
     }
     pub const fn bytes_per_sec(self) -> u64 {
         self.bits_per_sec / 8
@@ -249,7 +269,10 @@ mod tests {
         assert_eq!(t.as_ms(), 1500);
         assert_eq!(format!("{t}"), "1.500250000s");
         assert_eq!(format!("{}", Dur::from_ms(40)), "40ms");
-        assert_eq!(Time::from_ms(3).saturating_since(Time::from_ms(5)), Dur::ZERO);
+        assert_eq!(
+            Time::from_ms(3).saturating_since(Time::from_ms(5)),
+            Dur::ZERO
+        );
     }
 
     #[test]

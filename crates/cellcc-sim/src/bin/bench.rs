@@ -38,7 +38,10 @@ fn scenario_text(down: &str, up: Option<&str>, scheme: &str) -> String {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mahimahi"));
+    let mut dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/traces/mahimahi"
+    ));
     let mut runs = DEFAULT_RUNS;
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -61,8 +64,13 @@ fn main() {
     }
     let up = dir.join(UPLINK_TRACE);
     let up = up.exists().then(|| up.display().to_string());
-    println!("cellcc-bench: {TRACE}, 140 s, droptail 2000 packets, 10 ms one-way delay each direction");
-    println!("{:<8} {:>5} {:>12} {:>14} {:>12} {:>10}", "scheme", "run", "wall (ms)", "sim s / wall s", "events", "Mbit/s");
+    println!(
+        "cellcc-bench: {TRACE}, 140 s, droptail 2000 packets, 10 ms one-way delay each direction"
+    );
+    println!(
+        "{:<8} {:>5} {:>12} {:>14} {:>12} {:>10}",
+        "scheme", "run", "wall (ms)", "sim s / wall s", "events", "Mbit/s"
+    );
     for scheme in ["cubic", "bbr"] {
         let text = scenario_text(&down.display().to_string(), up.as_deref(), scheme);
         let sc = match Scenario::parse(&text, "bench", None) {
@@ -80,10 +88,17 @@ fn main() {
             let speed = sc.duration.as_secs_f64() / wall;
             speeds.push(speed);
             let tput = out.summary.last().map_or(0.0, |r| r.throughput_mbps);
-            println!("{scheme:<8} {run:>5} {:>12.1} {speed:>14.0} {:>12} {tput:>10.2}", wall * 1e3, out.events);
+            println!(
+                "{scheme:<8} {run:>5} {:>12.1} {speed:>14.0} {:>12} {tput:>10.2}",
+                wall * 1e3,
+                out.events
+            );
         }
         speeds.sort_by(|a, b| a.total_cmp(b));
-        println!("{scheme:<8} median speed: {:.0}x real time (target for cubic: >= 1000x)", speeds[speeds.len() / 2]);
+        println!(
+            "{scheme:<8} median speed: {:.0}x real time (target for cubic: >= 1000x)",
+            speeds[speeds.len() / 2]
+        );
     }
     match peak_rss_kib() {
         Some(k) => println!("peak resident memory: {:.1} MiB", k as f64 / 1024.0),
