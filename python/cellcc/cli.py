@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,7 +35,33 @@ __all__ = ["app", "main"]
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
-app = typer.Typer(
+
+class _OneLineUsageErrors(typer.Typer):
+    """Typer app whose argument errors are one line (``error: ...``, exit code 2), like
+    every other cellcc error, instead of a usage block and a boxed message."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        argv = kwargs.get("args", args[0] if args else sys.argv[1:])
+        if kwargs.get("standalone_mode", True) is False or not argv:
+            return super().__call__(*args, **kwargs)  # no arguments: typer prints the help
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().__call__(*args, **kwargs)
+        except typer.Abort:
+            _stderr().print("error: aborted", markup=False, highlight=False)
+            sys.exit(1)
+        except typer.TyperException as exc:  # click's usage errors (missing/bad arguments)
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            _stderr().print(
+                f"error: {message}{hint}", markup=False, highlight=False, soft_wrap=True
+            )
+            sys.exit(getattr(exc, "exit_code", EXIT_USAGE))
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = _OneLineUsageErrors(
     name="cellcc",
     help="Congestion control on cellular links: a deterministic, trace-driven simulator.",
     add_completion=False,
@@ -284,28 +311,32 @@ def traces_info(file: Annotated[Path, typer.Argument(help="Mahimahi trace file."
         raise _fail(f"{file}: no such trace file" if not file.exists() else f"{file}: not a file")
     info = api.trace_info(file)
     labels = {
-        "duration_s": ("duration", "s"),
-        "opportunities": ("delivery opportunities (lines)", ""),
+        "duration_s": ("duration (loop period)", "s"),
         "first_ts_ms": ("first timestamp", "ms"),
+        "opportunities": ("delivery opportunities (lines)", ""),
         "mean_mbps": ("mean capacity", "Mbit/s"),
-        "capacity_p5_mbps": ("capacity, 5th percentile of 1 s bins", "Mbit/s"),
-        "capacity_p25_mbps": ("capacity, 25th percentile", "Mbit/s"),
-        "capacity_p50_mbps": ("capacity, median", "Mbit/s"),
-        "capacity_p75_mbps": ("capacity, 75th percentile", "Mbit/s"),
-        "capacity_p95_mbps": ("capacity, 95th percentile", "Mbit/s"),
-        "max_mbps_1s": ("capacity, highest 1 s bin", "Mbit/s"),
+        "capacity_p5_mbps": ("capacity p5 (1 s bins)", "Mbit/s"),
+        "capacity_p25_mbps": ("capacity p25 (1 s bins)", "Mbit/s"),
+        "capacity_p50_mbps": ("capacity median (1 s bins)", "Mbit/s"),
+        "capacity_p75_mbps": ("capacity p75 (1 s bins)", "Mbit/s"),
+        "capacity_p95_mbps": ("capacity p95 (1 s bins)", "Mbit/s"),
+        "max_mbps_1s": ("capacity max (1 s bins)", "Mbit/s"),
         "max_gap_ms": ("largest gap between lines", "ms"),
         "longest_outage_ms": ("longest outage", "ms"),
     }
-    from cellcc.report import format_cell
-
-    table = Table(title=str(file), title_justify="left")
+    table = Table(title=str(file), title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("statistic")
     table.add_column("value", justify="right")
     table.add_column("unit")
-    for key, value in info.items():
+    ordered = [k for k in labels if k in info] + [k for k in info if k not in labels]
+    for key in ordered:
         label, unit = labels.get(key, (key, ""))
-        table.add_row(label, format_cell(value), unit)
+        value = info[key]
+        if isinstance(value, float):
+            text = f"{value:,.3f}".rstrip("0").rstrip(".")
+        else:
+            text = f"{value:,}" if isinstance(value, int) else str(value)
+        table.add_row(label, text, unit)
     _stdout().print(table)
 
 

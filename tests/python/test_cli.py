@@ -135,3 +135,16 @@ def test_python_dash_m_cellcc_help():
     assert done.returncode == 0, done.stderr
     for command in ("run", "compare", "traces", "demo", "schemes"):
         assert command in done.stdout
+
+
+def test_usage_errors_are_one_line_from_the_real_entry_point(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "cellcc", "run", str(tmp_path / "s.toml"), "--seed", "abc"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: ") and "--seed" in lines[0]

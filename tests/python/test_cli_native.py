@@ -90,3 +90,20 @@ def test_demo_writes_a_report(tmp_path):
     assert len(parser.src) >= 2 * (2 + 3)
     for src in parser.src:
         assert (out / src).is_file()
+
+
+@pytest.mark.slow
+def test_demo_is_byte_for_byte_reproducible(tmp_path):
+    for name in ("a", "b"):
+        result = invoke("demo", "--out", tmp_path / name, "--duration", 3, "--schemes", "cubic,bbr")
+        assert result.exit_code == 0, result.output
+    produced = sorted(
+        p.relative_to(tmp_path / "a")
+        for p in (tmp_path / "a").rglob("*")
+        if p.suffix in {".png", ".csv", ".down", ".up"}
+    )
+    assert len(produced) > 10
+    for relative in produced:
+        assert (tmp_path / "a" / relative).read_bytes() == (
+            tmp_path / "b" / relative
+        ).read_bytes(), relative
