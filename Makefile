@@ -25,7 +25,7 @@ check-python:
 
 check-cargo:
 	@command -v cargo >/dev/null 2>&1 || { \
-	  echo "error: cargo not found; install the Rust toolchain (rustup, stable >= 1.80) and make sure cargo is on PATH" >&2; \
+	  echo "error: cargo not found; install the Rust toolchain (rustup, stable >= 1.88) and make sure cargo is on PATH" >&2; \
 	  exit 1; }
 
 $(DEPS_STAMP): requirements-dev.txt pyproject.toml | check-python

@@ -12,6 +12,7 @@
 
 pub mod bbr;
 pub mod cubic;
+pub mod minmax;
 pub mod reno;
 pub mod sock;
 

@@ -136,3 +136,26 @@ fn on_tmobile_lte_cubic_queues_seconds_and_bbr_an_order_of_magnitude_less() {
         "bbr {b} ms should be an order of magnitude below cubic {c} ms"
     );
 }
+
+/// Every shipped example scenario loads (those naming absent shared traces are skipped).
+#[test]
+fn example_scenarios_load() {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples"));
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text.contains("shared/traces") && shared_trace("TMobile-LTE-short.down").is_none() {
+                continue;
+            }
+            Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            loaded += 1;
+        }
+    }
+    assert!(
+        loaded >= 1,
+        "no example scenario found in {}",
+        dir.display()
+    );
+}

@@ -79,14 +79,13 @@ mod pacing;
 mod probe_bw;
 mod probe_rtt;
 mod startup;
-mod windowed_filter;
 
 #[cfg(test)]
 mod tests;
 
 pub use config::{BbrConfig, BbrConfigError};
-pub use windowed_filter::WindowedMax;
 
+use crate::minmax::Minmax;
 use crate::{CaEvent, CaState, CongestionControl, Dur, RateSample, Sock};
 use ack_aggregation::AckAggregation;
 use lt_bw::LtBw;
@@ -151,7 +150,7 @@ pub struct Bbr {
     /// `probe_rtt_done_stamp`, `probe_rtt_round_done`).
     mode: Mode,
     /// Max recent delivery rate, packets per µs << 24, over `bw_rtts` rounds (`bw`).
-    bw: WindowedMax,
+    bw: Minmax,
     /// Packet-timed rounds elapsed (`rtt_cnt`).
     rtt_cnt: u32,
     /// `sock.delivered` at which the current round ends (`next_rtt_delivered`).
@@ -211,7 +210,7 @@ impl Bbr {
             cwnd_gain: config.high_gain,
             config,
             mode: Mode::Startup,
-            bw: WindowedMax::new(0, 0),
+            bw: Minmax::new(0, 0),
             rtt_cnt: 0,
             next_rtt_delivered: 0,
             round_start: false,

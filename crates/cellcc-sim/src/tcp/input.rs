@@ -18,7 +18,7 @@ use super::sender::{flag, AckState, Event, TcpSender};
 use crate::packet::{AckSegment, MAX_SACK_BLOCKS};
 
 /// `tcp_min_rtt_wlen`: window of the min-RTT filter, seconds.
-const MIN_RTT_WLEN_S: u64 = 300;
+const MIN_RTT_WLEN_S: u32 = 300;
 
 impl TcpSender {
     /// `tcp_sacktag_write_queue`: apply the ACK's SACK blocks to the scoreboard.
@@ -329,18 +329,27 @@ impl TcpSender {
         true
     }
 
-    /// `tcp_update_rtt_min`.
+    /// `tcp_update_rtt_min`. As in Linux the filter holds `u32` µs and is timed by
+    /// `tcp_jiffies32` (the low 32 bits of jiffies, compared with wrapping arithmetic)
+    /// over `tcp_min_rtt_wlen · HZ` jiffies.
     fn update_rtt_min(&mut self, rtt: Dur, f: u32) {
-        let rtt_us = rtt.as_us();
+        // Linux passes `u32 rtt_us`; 2^32 µs (71 min) is no real RTT, so saturate.
+        let rtt_us = u32::try_from(rtt.as_us()).unwrap_or(u32::MAX);
         if f & flag::ACK_MAYBE_DELAYED != 0 && rtt_us > self.rtt_min.get() {
             // Delayed ACKs would make the filter overestimate once the minimum expires.
             return;
         }
-        let tick_us = self.tick().as_us().max(1);
-        let win = MIN_RTT_WLEN_S * self.cfg.hz as u64;
+        // jiffies_to_usecs(1): at most 10^6 µs since hz ≥ 1.
+        let tick_us = u32::try_from(self.tick().as_us().max(1)).unwrap_or(u32::MAX);
+        let wlen = MIN_RTT_WLEN_S.saturating_mul(self.cfg.hz);
+        let jiffies32 = self.sock.jiffies() as u32; // tcp_jiffies32: truncation intended
         let v = if rtt_us == 0 { tick_us } else { rtt_us };
-        self.rtt_min.update(win, self.sock.jiffies(), v);
-        self.sock.min_rtt = Dur::from_us(self.rtt_min.get());
+        self.rtt_min.running_min(wlen, jiffies32, v);
+        self.sock.min_rtt = match self.rtt_min.get() {
+            // The filter's "no sample" value (see `TcpSender::rtt_min`).
+            u32::MAX => Dur::MAX,
+            us => Dur::from_us(u64::from(us)),
+        };
     }
 
     /// `tcp_set_rto`: RTO = srtt + rttvar, rounded up to ticks, at most `rto_max`.

@@ -33,7 +33,7 @@ mod sender;
 mod tests;
 
 pub use receiver::{ReceiverStats, RecvOutcome, TcpReceiver};
-pub use rtt::{RttEstimator, WindowedMin};
+pub use rtt::RttEstimator;
 pub use sender::{SenderStats, TcpSender};
 
 use cellcc_congestion::CaState;

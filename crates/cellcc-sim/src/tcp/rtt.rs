@@ -1,7 +1,7 @@
 //! RTT estimation and the retransmission timeout: RFC 6298 as Linux implements it
-//! (`tcp_rtt_estimator`, `tcp_set_rto` in `net/ipv4/tcp_input.c`), and the windowed
-//! minimum filter behind `tcp_min_rtt` (`lib/win_minmax.c`: best, second- and
-//! third-best samples of the window).
+//! (`tcp_rtt_estimator`, `tcp_set_rto` in `net/ipv4/tcp_input.c`). The windowed minimum
+//! behind `tcp_min_rtt` is [`cellcc_congestion::minmax::Minmax`] (`lib/win_minmax.c`),
+//! fed by `tcp_update_rtt_min` in `input.rs`.
 //!
 //! Model. All values are integer microseconds, with Linux's scalings: `srtt` is kept ×8,
 //! `mdev` ×4. The first sample `m` gives `srtt = m`, `mdev = m/2` (so `4·mdev = 2m`) and
@@ -129,86 +129,6 @@ impl RttEstimator {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct MinSample {
-    t: u64,
-    v: u64,
-}
-
-/// Windowed running minimum keeping the best, second-best and third-best samples of the
-/// window in three slots (`struct minmax`, `minmax_running_min`). Times and the window
-/// are in any unit that only increases (Linux uses jiffies).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WindowedMin {
-    s: [MinSample; 3],
-}
-
-impl Default for WindowedMin {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl WindowedMin {
-    /// An empty filter; [`get`](Self::get) returns `u64::MAX` until the first sample.
-    pub fn new() -> Self {
-        WindowedMin {
-            s: [MinSample { t: 0, v: u64::MAX }; 3],
-        }
-    }
-
-    /// The windowed minimum.
-    pub fn get(&self) -> u64 {
-        self.s[0].v
-    }
-
-    fn reset(&mut self, t: u64, v: u64) -> u64 {
-        self.s = [MinSample { t, v }; 3];
-        v
-    }
-
-    /// Add sample `v` taken at time `t`; returns the new minimum over the last `win`.
-    pub fn update(&mut self, win: u64, t: u64, v: u64) -> u64 {
-        let val = MinSample { t, v };
-        if v <= self.s[0].v || t.saturating_sub(self.s[2].t) > win {
-            // A new minimum, or nothing left in the window: forget earlier samples.
-            return self.reset(t, v);
-        }
-        if v <= self.s[1].v {
-            self.s[2] = val;
-            self.s[1] = val;
-        } else if v <= self.s[2].v {
-            self.s[2] = val;
-        }
-        self.subwin_update(win, val)
-    }
-
-    fn subwin_update(&mut self, win: u64, val: MinSample) -> u64 {
-        let dt = val.t.saturating_sub(self.s[0].t);
-        if dt > win {
-            // The best sample aged out: promote the 2nd and 3rd choices. The 2nd may be
-            // out of the window too (the 3rd was checked on entry), hence the repeat.
-            self.s[0] = self.s[1];
-            self.s[1] = self.s[2];
-            self.s[2] = val;
-            if val.t.saturating_sub(self.s[0].t) > win {
-                self.s[0] = self.s[1];
-                self.s[1] = self.s[2];
-                self.s[2] = val;
-            }
-        } else if self.s[1].t == self.s[0].t && dt > win / 4 {
-            // A quarter of the window without a new 2nd choice: take one from the 2nd
-            // quarter.
-            self.s[2] = val;
-            self.s[1] = val;
-        } else if self.s[2].t == self.s[1].t && dt > win / 2 {
-            // Half the window without a new 3rd choice: take one from the last half.
-            self.s[2] = val;
-        }
-        self.s[0].v
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,20 +200,5 @@ mod tests {
         e.update(125 * MS, 21, 30);
         assert_eq!(e.mdev_us(), 196_875);
         assert_eq!(e.rttvar_us(), 312_500);
-    }
-
-    #[test]
-    fn windowed_min_tracks_and_expires() {
-        let mut m = WindowedMin::new();
-        assert_eq!(m.get(), u64::MAX);
-        assert_eq!(m.update(100, 0, 50), 50);
-        assert_eq!(m.update(100, 10, 60), 50);
-        assert_eq!(m.update(100, 30, 70), 50);
-        // At t = 30 a quarter window had passed, so 70 became the 2nd choice (60 was
-        // dropped); when 50 ages out after the window, 70 takes over.
-        assert_eq!(m.update(100, 101, 80), 70);
-        assert_eq!(m.update(100, 120, 40), 40);
-        // Nothing in the window for longer than the window: reset to the new sample.
-        assert_eq!(m.update(100, 400, 90), 90);
     }
 }

@@ -23,12 +23,13 @@
 //! 4. `pkts_acked` receives the number of segments newly ACKed or SACKed (the trait's
 //!    definition) and `in_flight` before the ACK.
 
+use cellcc_congestion::minmax::Minmax;
 use cellcc_congestion::{CaState, CongestionControl, RateSample, Sock};
 use cellcc_units::{Dur, Time};
 
 use super::pacing::{default_pacing_rate, Pacer};
 use super::rate::{RateAcc, RateEstimator};
-use super::rtt::{RttEstimator, WindowedMin};
+use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::{App, SenderConfig, SenderObserver};
 use crate::packet::{AckSegment, FlowId};
@@ -200,7 +201,9 @@ pub struct TcpSender {
     pub(crate) sock: Sock,
     pub(crate) sb: Scoreboard,
     pub(crate) rtt: RttEstimator,
-    pub(crate) rtt_min: WindowedMin,
+    /// `tcp_sock.rtt_min`: windowed min RTT, µs, timed by `tcp_jiffies32`; empty
+    /// (`u32::MAX`) before the first sample, as after `tcp_init_sock`.
+    pub(crate) rtt_min: Minmax,
     pub(crate) rate: RateEstimator,
     pub(crate) rack: Rack,
     pub(crate) pacer: Pacer,
@@ -288,7 +291,7 @@ impl TcpSender {
             sock,
             sb: Scoreboard::default(),
             rtt: RttEstimator::new(cfg.rto_min),
-            rtt_min: WindowedMin::new(),
+            rtt_min: Minmax::new_min_empty(),
             rate: RateEstimator::default(),
             rack: Rack {
                 mstamp: None,
