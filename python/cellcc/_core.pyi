@@ -3,6 +3,7 @@
 Only ``cellcc._native`` imports this module; everything else goes through the public API.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 __version__: str
@@ -22,11 +23,14 @@ def simulate(
     base_dir: str | None = None,
     source_name: str = "<scenario>",
     seed: int | None = None,
+    progress: Callable[[float], object] | None = None,
 ) -> dict[str, Any]:
     """Run one scenario given as TOML text.
 
     ``base_dir`` resolves relative trace paths; ``source_name`` names the scenario in
-    error messages; ``seed`` overrides the scenario's seed. Returns a dict with:
+    error messages; ``seed`` overrides the scenario's seed; ``progress`` is called with
+    the fraction of simulated time done (0..1) every 16,384 events and at the end (an
+    exception it raises stops the run and propagates). Returns a dict with:
 
     - ``"summary"``: list of row dicts, one per flow then one with ``flow == -1`` for the
       aggregate (column names in docs/metrics.md);

@@ -14,6 +14,7 @@ traces, plots and reports are pure Python); calling a simulator function then ra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 try:
@@ -89,13 +90,20 @@ def _check_seed(seed: int | None, source_name: str) -> None:
 
 
 def simulate(
-    text: str, *, base_dir: str | None, source_name: str, seed: int | None
+    text: str,
+    *,
+    base_dir: str | None,
+    source_name: str,
+    seed: int | None,
+    progress: Callable[[float], object] | None = None,
 ) -> dict[str, Any]:
     """Run one scenario given as TOML text (see ``_core.simulate``)."""
     core = _require()
     _check_seed(seed, source_name)
     try:
-        return core.simulate(text, base_dir=base_dir, source_name=source_name, seed=seed)
+        return core.simulate(
+            text, base_dir=base_dir, source_name=source_name, seed=seed, progress=progress
+        )
     except OSError as exc:
         raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
 

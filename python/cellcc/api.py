@@ -173,6 +173,7 @@ def simulate(
     *,
     seed: int | None = None,
     base_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[float], object] | None = None,
 ) -> Result:
     """Run one scenario and return its metrics.
 
@@ -180,10 +181,13 @@ def simulate(
     directory) or a dict with the same structure (relative paths resolve against
     ``base_dir``, default the current directory). ``seed`` overrides the scenario's seed.
     Raises :class:`cellcc.ScenarioError` or :class:`cellcc.TraceError` naming the file,
-    key and expected value when the input is invalid.
+    key and expected value when the input is invalid. ``progress``, if given, is called
+    with the fraction of simulated time done (0..1) as the run goes.
     """
     text, directory, source = _prepare(scenario, base_dir)
-    raw = _native.simulate(text, base_dir=directory, source_name=source, seed=seed)
+    raw = _native.simulate(
+        text, base_dir=directory, source_name=source, seed=seed, progress=progress
+    )
     return _result(raw, text, source)
 
 

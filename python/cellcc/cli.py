@@ -218,8 +218,18 @@ def run(
         raise _fail(
             f"{file}: no such scenario file" if not file.exists() else f"{file}: not a file"
         )
-    with _stderr().status(f"simulating {file} ..."):
-        result = api.simulate(file, seed=seed)
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}% of simulated time"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=_stderr(), transient=True) as bar:
+        task = bar.add_task(f"simulating {file}", total=1.0)
+        result = api.simulate(
+            file, seed=seed, progress=lambda done: bar.update(task, completed=done)
+        )
     out_dir = out if out is not None else Path("out") / file.stem
     result.save(out_dir)
     console = _stdout()

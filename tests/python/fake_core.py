@@ -56,8 +56,12 @@ class FakeCore:
     def validate_scenario(self, scenario: str, *, base_dir=None, source_name="<scenario>"):
         self._check(scenario, base_dir, source_name)
 
-    def simulate(self, scenario: str, *, base_dir=None, source_name="<scenario>", seed=None):
+    def simulate(
+        self, scenario: str, *, base_dir=None, source_name="<scenario>", seed=None, progress=None
+    ):
         doc = self._check(scenario, base_dir, source_name)
+        if progress is not None:
+            progress(1.0)
         self.calls.append({"base_dir": base_dir, "source_name": source_name, "seed": seed})
         seed = doc.get("seed", 1) if seed is None else seed
         duration = float(doc["duration_s"])

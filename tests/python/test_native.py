@@ -136,3 +136,23 @@ def test_compare_on_a_real_trace(shared_traces, tmp_path):
         from cellcc.report import write_comparison
 
         write_comparison(comparison, Path(plot_dir) / "compare-on-a-real-trace")
+
+
+def test_progress_reports_rising_fractions_ending_at_one():
+    seen: list[float] = []
+    cellcc.simulate(constant_link("bbr", duration_s=20.0), progress=seen.append)
+    assert len(seen) >= 2, seen  # paced BBR: ~3,000 events per simulated second
+    assert seen == sorted(seen)
+    assert 0.0 < seen[0] < 1.0
+    assert seen[-1] == 1.0
+
+
+def test_an_exception_in_the_progress_callback_stops_the_run():
+    class Stop(Exception):
+        pass
+
+    def stop(_fraction: float) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        cellcc.simulate(constant_link("cubic", duration_s=20.0), progress=stop)

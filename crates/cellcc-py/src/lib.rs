@@ -49,13 +49,14 @@ fn load(
 
 /// Run one scenario given as TOML text (see `_core.pyi`).
 #[pyfunction]
-#[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>", seed=None))]
+#[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>", seed=None, progress=None))]
 fn simulate(
     py: Python<'_>,
     scenario: &str,
     base_dir: Option<&str>,
     source_name: &str,
     seed: Option<u64>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let mut sc = load(scenario, base_dir, source_name).map_err(scenario_err)?;
     if let Some(s) = seed {
@@ -64,8 +65,15 @@ fn simulate(
     let started = Instant::now();
     let mut interrupted: Option<PyErr> = None;
     let result = py.detach(|| {
-        Simulation::new(&sc).run(&mut |_fraction| {
-            let check = Python::attach(|py| py.check_signals());
+        Simulation::new(&sc).run(&mut |fraction| {
+            // Between batches of events: honour Ctrl-C and report progress.
+            let check = Python::attach(|py| {
+                py.check_signals()?;
+                if let Some(cb) = progress.as_ref() {
+                    cb.call1(py, (fraction,))?;
+                }
+                Ok::<(), PyErr>(())
+            });
             match check {
                 Ok(()) => true,
                 Err(e) => {

@@ -27,7 +27,7 @@ use crate::schemes;
 use crate::tcp::{SenderObserver, TcpReceiver, TcpSender};
 
 /// Events between progress callbacks.
-const PROGRESS_EVERY: u64 = 1 << 16;
+const PROGRESS_EVERY: u64 = 1 << 14;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
