@@ -1,0 +1,368 @@
+//! Sender stories: slow start, fast recovery with PRR, RACK, TLP, RTO, undo, pacing.
+
+use super::*;
+
+// ----- (1) slow start ---------------------------------------------------------------------
+
+#[test]
+fn slow_start_doubles_cwnd_each_round_trip_with_delayed_acks() {
+    // 100 Mbit/s, 40 ms RTT: BDP ≈ 333 packets, so the first rounds never queue.
+    let (sender, _) = reno_sender(&SenderConfig::default(), App::Bulk);
+    let mut net = Net::new(sender, Bandwidth::from_mbps(100.0), Dur::from_ms(20), None);
+    // Round k is sent around 40k ms and ACKed around 40(k+1) ms.
+    for (k, cwnd) in [10, 20, 40, 80, 160].into_iter().enumerate() {
+        net.run_until(ms(20 + 40 * k as u64));
+        assert_eq!(net.sender.sock().cwnd, cwnd, "cwnd after {k} round trips");
+    }
+    // By 155 ms the receiver got rounds 0..3 = 150 segments: 16 quick ACKs, then one
+    // ACK per two segments.
+    let mut net2 = {
+        let (sender, _) = reno_sender(&SenderConfig::default(), App::Bulk);
+        Net::new(sender, Bandwidth::from_mbps(100.0), Dur::from_ms(20), None)
+    };
+    net2.run_until(ms(155));
+    assert_eq!(net2.receiver.stats().segments_received, 150);
+    assert_eq!(net2.receiver.stats().acks_sent, 16 + (150 - 16) / 2);
+    assert_eq!(net2.receiver.stats().delayed_acks, 0);
+    assert_eq!(net2.sender.stats().retransmissions, 0);
+}
+
+// ----- (2) one lost segment: fast retransmit, PRR, exit at high_seq -----------------------
+
+fn single_loss(rack: bool) {
+    let cfg = SenderConfig {
+        rack,
+        ..SenderConfig::default()
+    };
+    let (sender, events) = reno_sender(&cfg, App::Bulk);
+    // 10 Mbit/s (1.2 ms per packet), 40 ms RTT, deep queue: the loss hits slow start.
+    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    let mut dropped = false;
+    net.drop_data = Box::new(move |_, seg| {
+        if seg.seq == 60 && !dropped {
+            dropped = true;
+            return true;
+        }
+        false
+    });
+    net.run_until(ms(1500));
+    let st = net.sender.stats().clone();
+    assert_eq!(st.fast_recoveries, 1);
+    assert_eq!(st.retransmissions, 1);
+    assert_eq!((st.rtos, st.tlps), (0, 0));
+    assert_eq!(net.obs.retransmits.len(), 1);
+    let (t_rexmit, seq) = net.obs.retransmits[0];
+    assert_eq!(seq, 60);
+
+    // Fast retransmit on the ACK that brought the third SACKed segment (dupthresh), which
+    // also entered Recovery.
+    let entry = net
+        .obs
+        .states
+        .iter()
+        .find(|s| s.2 == CaState::Recovery)
+        .expect("entered Recovery");
+    assert_eq!(entry.0, t_rexmit);
+    let before = *net.trace.iter().rev().find(|s| s.t < entry.0).unwrap();
+    let at_entry = net.snap_at(entry.0);
+    assert_eq!(at_entry.sacked_out, 3, "dupthresh: 3 segments SACKed");
+    assert_eq!(
+        at_entry.ssthresh,
+        (before.cwnd / 2).max(2),
+        "Reno halves cwnd"
+    );
+    let ssthresh = at_entry.ssthresh;
+
+    // Exit when snd_una passes high_seq: cwnd = ssthresh and CompleteCwr.
+    let exit = net
+        .obs
+        .states
+        .iter()
+        .find(|s| s.1 == CaState::Recovery)
+        .expect("left Recovery");
+    assert_eq!(exit.2, CaState::Open);
+    let at_exit = net.snap_at(exit.0);
+    assert_eq!(at_exit.cwnd, ssthresh);
+    assert!(events.lock().unwrap().contains(&CaEvent::CompleteCwr));
+
+    // PRR: over the recovery the sender sent about ssthresh segments (one retransmission
+    // plus new data), leaving in-flight at ssthresh when recovery ends; in-flight never
+    // exceeded its value at entry.
+    let sent_in_recovery = net
+        .sent
+        .iter()
+        .filter(|s| s.0 >= entry.0 && s.0 < exit.0)
+        .count() as i64;
+    assert!(
+        (sent_in_recovery - ssthresh as i64).abs() <= 2,
+        "sent {sent_in_recovery} during recovery, ssthresh {ssthresh}"
+    );
+    assert!((at_exit.in_flight as i64 - ssthresh as i64).abs() <= 2);
+    for s in net.trace.iter().filter(|s| s.t >= entry.0 && s.t < exit.0) {
+        assert!(s.in_flight <= at_entry.in_flight.max(before.in_flight));
+        assert_eq!(s.state, CaState::Recovery);
+    }
+    // Afterwards the flow keeps going in congestion avoidance.
+    assert!(net.sender.sock().snd_una > 500);
+    assert_eq!(net.sender.sock().ssthresh, ssthresh);
+}
+
+#[test]
+fn single_loss_fast_retransmit_prr_and_exit_with_rack() {
+    single_loss(true);
+}
+
+#[test]
+fn single_loss_fast_retransmit_prr_and_exit_with_dupthresh() {
+    single_loss(false);
+}
+
+#[test]
+fn rack_detects_a_lost_retransmission_without_a_timeout() {
+    let run = |rack: bool| {
+        let cfg = SenderConfig {
+            rack,
+            ..SenderConfig::default()
+        };
+        let (sender, _) = reno_sender(&cfg, App::Bulk);
+        let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+        // Segment 60 is lost twice: the original and the first retransmission.
+        let mut copies = 0;
+        net.drop_data = Box::new(move |_, seg| {
+            if seg.seq == 60 {
+                copies += 1;
+                return copies <= 2;
+            }
+            false
+        });
+        net.run_until(ms(3000));
+        let rexmits: Vec<u64> = net.obs.retransmits.iter().map(|r| r.1).collect();
+        (net.sender.stats().clone(), rexmits)
+    };
+    let (st, rexmits) = run(true);
+    assert_eq!(rexmits, vec![60, 60]);
+    assert_eq!((st.rtos, st.fast_recoveries), (0, 1), "{st:?}");
+    // Without RACK only the retransmission timer finds the second loss.
+    let (st, rexmits) = run(false);
+    assert_eq!(rexmits, vec![60, 60]);
+    assert_eq!(st.rtos, 1, "{st:?}");
+}
+
+// ----- (3) tail loss: TLP -------------------------------------------------------------------
+
+#[test]
+fn tail_loss_is_repaired_by_a_probe_at_two_srtt_without_rto() {
+    let (sender, _) = reno_sender(&SenderConfig::default(), App::Bytes(30 * 1448));
+    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    // Lose the first transmission of the last three segments.
+    net.drop_data = Box::new(|_, seg| seg.seq >= 27 && !seg.retransmit);
+    let done = net.run_to_completion(ms(10_000));
+    let st = net.sender.stats().clone();
+    assert_eq!((st.tlps, st.rtos), (1, 0));
+    assert_eq!(net.receiver.delivered_bytes(), 30 * 1448);
+    // The probe retransmits the highest segment; RACK then finds 27 and 28 lost.
+    let probe = net.obs.retransmits[0];
+    assert_eq!(probe.1, 29);
+    let rexmits: Vec<u64> = net.obs.retransmits.iter().map(|r| r.1).collect();
+    assert_eq!(rexmits, vec![29, 27, 28]);
+    // PTO = 2·srtt + 2 ms from the last ACK (3 packets out), in whole ticks.
+    let last_ack = *net.trace.iter().rev().find(|s| s.t < probe.0).unwrap();
+    let pto_us = (last_ack.srtt_us8 >> 2) + 2000;
+    let pto = Dur::from_ms(pto_us.div_ceil(1000));
+    assert_eq!(probe.0, last_ack.t + pto);
+    assert!(done < probe.0 + Dur::from_ms(200), "completed at {done}");
+}
+
+#[test]
+fn a_single_lost_tail_segment_is_probed_at_the_rto_bound() {
+    // One packet out: PTO = 2·srtt + rto_min, capped at the RTO, which is sooner here.
+    let (sender, _) = reno_sender(&SenderConfig::default(), App::Bytes(30 * 1448));
+    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    net.drop_data = Box::new(|_, seg| seg.seq == 29 && !seg.retransmit);
+    net.run_to_completion(ms(10_000));
+    let st = net.sender.stats();
+    assert_eq!((st.tlps, st.rtos), (1, 0));
+    let probe = net.obs.retransmits[0];
+    let last_ack = *net.trace.iter().rev().find(|s| s.t < probe.0).unwrap();
+    let two_srtt_plus_min = Dur::from_us((last_ack.srtt_us8 >> 2) + 200_000);
+    assert_eq!(probe.0, last_ack.t + last_ack.rto.min(two_srtt_plus_min));
+}
+
+// ----- (4) blackout: RTO, backoff, cwnd 1, slow start ---------------------------------------
+
+#[test]
+fn blackout_times_out_backs_off_and_restarts_in_slow_start() {
+    // cwnd clamped at 20 (below the 33-packet BDP): no loss before the blackout.
+    let cc = TestReno {
+        cwnd_clamp: Some(20),
+        ..TestReno::default()
+    };
+    let sender = TcpSender::new(
+        0,
+        &SenderConfig::default(),
+        Box::new(cc),
+        App::Bulk,
+        Time::ZERO,
+    );
+    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    let blackout = |t: Time| t >= ms(2000) && t < ms(5000);
+    net.drop_data = Box::new(move |t, _| blackout(t));
+    net.drop_ack = Box::new(move |t, _| blackout(t));
+    net.run_until(ms(1999));
+    let before = net.trace.last().copied().unwrap();
+    assert_eq!(before.cwnd, 20);
+    assert_eq!(before.state, CaState::Open);
+    let rto0 = net.sender.rto();
+    // RTO = srtt + max(4·mdev, rto_min), rounded up to a tick.
+    let est = net.sender.rtt_estimator();
+    let expect = Dur::from_ms((est.srtt_us() + est.rttvar_us()).div_ceil(1000));
+    assert_eq!(rto0, expect);
+    assert!(rto0 >= Dur::from_us(est.srtt_us()) + Dur::from_ms(200));
+
+    net.run_until(ms(8000));
+    let rtos = net.obs.rtos.clone();
+    assert!(rtos.len() >= 4, "rtos at {rtos:?}");
+    // First: a probe went out PTO after the last ACK; the RTO fires rto0 after it.
+    assert_eq!(net.sender.stats().tlps, 1);
+    let probe_sent = net
+        .sent
+        .iter()
+        .rev()
+        .find(|s| s.0 < rtos[0])
+        .map(|s| s.0)
+        .unwrap();
+    assert_eq!(rtos[0], probe_sent + rto0);
+    // Backoff doubles the interval each time.
+    for w in rtos.windows(2).take(3).enumerate() {
+        let (i, pair) = w;
+        assert_eq!(pair[1] - pair[0], rto0 * (2 << i), "interval after RTO {i}");
+    }
+    // After the first RTO: Loss, everything lost, cwnd = 1, ssthresh halved once.
+    let after = net.snap_at(rtos[0]);
+    assert_eq!(after.state, CaState::Loss);
+    assert_eq!(after.cwnd, 1);
+    assert_eq!(after.ssthresh, 10);
+    assert_eq!(
+        net.snap_at(rtos[3]).ssthresh,
+        10,
+        "not halved again in the same episode"
+    );
+    // The first ACK after the blackout restarts slow start from 1.
+    let first_ack_after = net
+        .trace
+        .iter()
+        .find(|s| s.t > ms(5000) && s.snd_una > before.snd_una);
+    let first = first_ack_after.expect("ACKs after the blackout");
+    assert!(first.cwnd <= 2);
+    let later = net.snap_at(first.t + Dur::from_ms(200));
+    assert!(later.cwnd >= 8, "slow start resumed: cwnd {}", later.cwnd);
+    assert!(net.sender.sock().snd_una > before.snd_una + 100);
+}
+
+#[test]
+fn a_delay_spike_causes_a_spurious_timeout_that_is_undone() {
+    // The bottleneck stops serving for 1.5 s but loses nothing (a cellular stall): the
+    // RTO fires, and the originals' ACKs, echoing timestamps older than the
+    // retransmission, prove it spurious (tcp_try_undo_loss).
+    let cc = TestReno {
+        cwnd_clamp: Some(20),
+        ..TestReno::default()
+    };
+    let sender = TcpSender::new(
+        0,
+        &SenderConfig::default(),
+        Box::new(cc),
+        App::Bulk,
+        Time::ZERO,
+    );
+    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    net.fwd.stall = Some((ms(2000), ms(3500)));
+    net.run_until(ms(1999));
+    let before = net.trace.last().copied().unwrap();
+    net.run_until(ms(6000));
+    let st = net.sender.stats().clone();
+    assert!(st.rtos >= 1);
+    assert_eq!(st.undo_loss + st.undo_frto, 1, "{st:?}");
+    // Undo restored the window and the threshold from before the timeout.
+    let undo_t = net
+        .obs
+        .states
+        .iter()
+        .find(|s| s.1 == CaState::Loss)
+        .unwrap()
+        .0;
+    let after = net.snap_at(undo_t);
+    assert_eq!(after.state, CaState::Open);
+    assert_eq!(after.cwnd, before.cwnd);
+    assert_eq!(
+        net.sender.sock().ssthresh,
+        cellcc_congestion::INFINITE_SSTHRESH
+    );
+    assert!(
+        net.receiver.stats().duplicates >= 1,
+        "the retransmission was a duplicate"
+    );
+}
+
+/// Owns cwnd (fixed) and asks for pacing at a fixed rate, like BBR does.
+#[derive(Debug)]
+struct PacedFixed {
+    cwnd: u32,
+    rate: u64,
+}
+
+impl CongestionControl for PacedFixed {
+    fn name(&self) -> &'static str {
+        "paced"
+    }
+    fn init(&mut self, sock: &mut Sock) {
+        sock.cwnd = self.cwnd;
+        sock.pacing_status = cellcc_congestion::PacingStatus::Needed;
+        sock.pacing_rate = self.rate;
+    }
+    fn ssthresh(&mut self, sock: &Sock) -> u32 {
+        sock.cwnd
+    }
+    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
+    fn owns_cwnd(&self) -> bool {
+        true
+    }
+    fn cong_control(&mut self, sock: &mut Sock, _rs: &RateSample) {
+        sock.cwnd = self.cwnd;
+    }
+}
+
+#[test]
+fn pacing_spaces_segments_only_when_the_cc_asks() {
+    // 1448 bytes per ms; the first 10 segments go out unpaced, then one per ms.
+    let cc = PacedFixed {
+        cwnd: 100,
+        rate: 1_448_000,
+    };
+    let sender = TcpSender::new(
+        0,
+        &SenderConfig::default(),
+        Box::new(cc),
+        App::Bulk,
+        Time::ZERO,
+    );
+    assert_eq!(sender.next_wakeup(), None);
+    let mut net = Net::new(sender, Bandwidth::from_mbps(100.0), Dur::from_ms(20), None);
+    assert_eq!(net.sent.len(), 10);
+    assert_eq!(net.sender.next_wakeup(), Some(ms(1)), "pacing release time");
+    net.run_until(ms(30));
+    let times: Vec<Time> = net.sent.iter().map(|s| s.0).collect();
+    assert!(times[..10].iter().all(|&t| t == Time::ZERO));
+    for (k, &t) in times[10..].iter().enumerate() {
+        assert_eq!(t, ms(k as u64 + 1));
+    }
+    assert_eq!(times.len(), 10 + 30);
+    // Without pacing (Reno), the initial window goes out at once and nothing waits.
+    let (sender, _) = reno_sender(&SenderConfig::default(), App::Bulk);
+    let net = Net::new(sender, Bandwidth::from_mbps(100.0), Dur::from_ms(20), None);
+    assert_eq!(net.sent.len(), 10);
+    assert!(
+        net.sender.next_wakeup() > Some(ms(100)),
+        "only the probe timer"
+    );
+}
