@@ -216,15 +216,13 @@ def timeseries_figure(
     *,
     title: str,
     subtitle: str | None = None,
-    capacity: pd.DataFrame | None = None,
     styles: Mapping[str, tuple[str, str]] | None = None,
     flow_labels: Mapping[int, str] | None = None,
 ) -> Figure:
     """Three panels over time: throughput with the shaded capacity, queueing delay, cwnd.
 
     ``timeseries`` has the columns of docs/metrics.md (flow rows with ``flow >= 0``; link
-    rows with ``flow == -1`` carry ``capacity_mbps``). ``capacity`` (``t_s``,
-    ``capacity_mbps``) is used when the link rows have no capacity column.
+    rows with ``flow == -1`` carry ``capacity_mbps``, shaded when present).
     ``flow_labels`` maps flow ids to legend labels (default ``flow N``).
     """
     if "flow" not in timeseries.columns or "t_s" not in timeseries.columns:
@@ -233,8 +231,6 @@ def timeseries_figure(
     link = timeseries[timeseries["flow"] < 0]
     if "capacity_mbps" in link.columns and link["capacity_mbps"].notna().any():
         cap_t, cap = _column(link, "t_s"), _column(link, "capacity_mbps")
-    elif capacity is not None:
-        cap_t, cap = _column(capacity, "t_s"), _column(capacity, "capacity_mbps")
     else:
         cap_t = cap = None
     labels = dict(flow_labels or {})

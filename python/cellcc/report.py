@@ -192,19 +192,6 @@ def write_report(
 # -- comparisons ----------------------------------------------------------------------
 
 
-def _capacity_frame(comparison: Comparison) -> pd.DataFrame | None:
-    """Downlink capacity per bin computed from the trace (used when the time series has
-    no link rows with ``capacity_mbps``)."""
-    from cellcc.traces import capacity_series, read_trace
-
-    try:
-        stamps = read_trace(comparison.trace)
-    except Exception:  # the simulator already validated the trace; a plot is optional
-        return None
-    t_s, mbps = capacity_series(stamps, duration_s=comparison.duration_s, bin_ms=comparison.bin_ms)
-    return pd.DataFrame({"t_s": t_s, "capacity_mbps": mbps})
-
-
 def write_comparison(
     comparison: Comparison,
     out_dir: str | os.PathLike[str],
@@ -278,20 +265,11 @@ def write_comparison(
     for delay, path in plots.summary_plots(summary, out, title_suffix=subtitle, styles=styles):
         section.plots.append(Plot(path, scatter_captions.get(delay, delay), command))
 
-    capacity = None
     for scheme, result in comparison.results.items():
-        ts = result.timeseries
-        link_rows = ts[ts["flow"] < 0] if "flow" in ts.columns else ts.iloc[0:0]
-        has_capacity = (
-            "capacity_mbps" in link_rows.columns and link_rows["capacity_mbps"].notna().any()
-        )
-        if not has_capacity and capacity is None:
-            capacity = _capacity_frame(comparison)
         figure = plots.timeseries_figure(
-            ts,
+            result.timeseries,
             title=f"{scheme} on {comparison.trace_label}",
             subtitle=subtitle,
-            capacity=capacity,
             styles=styles,
             flow_labels={0: scheme},
         )

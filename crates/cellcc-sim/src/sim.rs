@@ -408,8 +408,7 @@ impl<'s> Simulation<'s> {
         if let EnqueueResult::Dropped(d) = self.down.link.enqueue(now, seg, ip_len) {
             self.record_down_drop(d.flow, ip_len);
         }
-        self.drain_down_drops();
-        // Departures may already be due (an opportunity at exactly `now` was used).
+        // Serve what is due now; this also records head drops the enqueue caused.
         self.service_down();
     }
 
