@@ -118,6 +118,14 @@ pub struct Sock {
     /// Packets per TSO burst the stack would build (`tcp_tso_autosize`); 1 disables TSO
     /// modelling.
     pub tso_segs: u32,
+    /// TSval of the last valid ACK, in the peer's timestamp ticks (`rx_opt.rcv_tsval`).
+    /// The simulated receiver's clock ticks every `ts_granularity` from time zero.
+    pub rcv_tsval: u32,
+    /// TSecr of the last valid ACK: the echoed TSval of the segment that triggered it,
+    /// in this sender's ticks (`rx_opt.rcv_tsecr`).
+    pub rcv_tsecr: u32,
+    /// Length of one timestamp tick on both ends (Linux: 1 ms, `TCP_TS_HZ`).
+    pub ts_granularity: Dur,
 }
 
 impl Sock {
@@ -154,6 +162,9 @@ impl Sock {
             max_pacing_rate: u64::MAX,
             pacing_status: PacingStatus::None,
             tso_segs: 1,
+            rcv_tsval: 0,
+            rcv_tsecr: 0,
+            ts_granularity: Dur::from_ms(1),
         }
     }
 

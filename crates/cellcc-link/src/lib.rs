@@ -61,6 +61,7 @@ mod link;
 mod loss;
 mod queue;
 mod service;
+mod stage;
 mod trace;
 
 pub use delay::DelayLine;
@@ -71,4 +72,5 @@ pub use queue::{
     Queued,
 };
 pub use service::{LinkConfigError, LinkService, TraceMode, MAHIMAHI_FRAMING_BYTES};
+pub use stage::{Delay, Released, Stage};
 pub use trace::{Trace, TraceError, TraceStats, NOMINAL_PACKET_BYTES, OPPORTUNITY_BYTES};

@@ -365,3 +365,44 @@ fn depart<T>(
         departed_at: at,
     });
 }
+
+/// A link as one stage of a path (e.g. a wired bottleneck before the base station).
+/// Refused arrivals go to the drop queue with their reason.
+impl<T> crate::stage::Stage<T> for Link<T> {
+    fn push(&mut self, now: Time, item: T, ip_len: u32) {
+        let too_big_before = self.stats.drops_too_big;
+        if let EnqueueResult::Dropped(item) = self.enqueue(now, item, ip_len) {
+            let reason = if self.stats.drops_too_big > too_big_before {
+                DropReason::TooBig
+            } else {
+                DropReason::QueueFull
+            };
+            self.drops.push_back(DroppedPacket {
+                item,
+                ip_len,
+                enqueued_at: now,
+                at: now,
+                reason,
+            });
+        }
+    }
+    fn advance(&mut self, now: Time) {
+        Link::advance(self, now);
+    }
+    fn pop_output(&mut self) -> Option<crate::stage::Released<T>> {
+        self.departures.pop_front().map(|d| crate::stage::Released {
+            item: d.item,
+            ip_len: d.ip_len,
+            at: d.departed_at,
+        })
+    }
+    fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
+        self.drops.pop_front()
+    }
+    fn next_wakeup(&self) -> Option<Time> {
+        Link::next_wakeup(self)
+    }
+    fn len(&self) -> usize {
+        self.queued_packets() + usize::from(self.has_packet_in_transit()) + self.departures.len()
+    }
+}

@@ -275,6 +275,7 @@ impl TcpSender {
         assert!(cfg.mss > 0 && cfg.hz > 0 && !cfg.ts_granularity.is_zero());
         let mut sock = Sock::new(cfg.mss, now);
         sock.hz = cfg.hz;
+        sock.ts_granularity = cfg.ts_granularity;
         sock.cwnd = cfg.init_cwnd;
         let (total_segs, last_len) = match app {
             App::Bulk => (None, cfg.mss),
@@ -493,6 +494,8 @@ impl TcpSender {
         self.stats.acks_received += 1;
         self.rcv_tsecr = ack.tsecr;
         self.ts_recent = ack.tsval;
+        self.sock.rcv_tsval = ack.tsval;
+        self.sock.rcv_tsecr = ack.tsecr;
         let mut st = AckState {
             flag: 0,
             prior_snd_una: self.sock.snd_una,
