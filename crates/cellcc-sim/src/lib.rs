@@ -12,6 +12,7 @@ pub mod scenario;
 pub mod schemes;
 pub mod sim;
 pub mod tcp;
+pub mod traffic;
 
 pub use scenario::{Scenario, ScenarioError};
-pub use sim::{run, Cancelled, Conservation, SimOutput, Simulation};
+pub use sim::{run, AckRecord, Cancelled, Conservation, SimOutput, Simulation};

@@ -58,6 +58,8 @@ pub struct FlowConfig {
 pub struct MetricsConfig {
     pub bin: Dur,
     pub packet_log: bool,
+    /// Record every ACK's arrival time and RTT sample at its sender.
+    pub ack_log: bool,
 }
 
 /// A validated scenario.
@@ -137,6 +139,7 @@ struct RawFlow {
 struct RawMetrics {
     bin_ms: Option<f64>,
     packet_log: Option<bool>,
+    ack_log: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -302,6 +305,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
     let metrics = MetricsConfig {
         bin: ms(bin_ms),
         packet_log: raw.metrics.packet_log.unwrap_or(false),
+        ack_log: raw.metrics.ack_log.unwrap_or(false),
     };
     let (sender, receiver) = build_tcp(raw.tcp, ctx)?;
     Ok(Scenario {

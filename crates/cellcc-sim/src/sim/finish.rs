@@ -1,0 +1,147 @@
+//! What a run produces, and how the end state is reduced to it.
+
+use cellcc_units::{Dur, Time};
+
+use super::Simulation;
+use crate::metrics::{SummaryRow, TimeSeries};
+
+/// Everything a run produces.
+#[derive(Debug, Clone)]
+pub struct SimOutput {
+    pub summary: Vec<SummaryRow>,
+    pub timeseries: TimeSeries,
+    pub link: LinkSummary,
+    pub events: u64,
+    pub packet_log: Option<String>,
+    /// Every ACK the senders received, when `[metrics] ack_log = true`.
+    pub ack_log: Option<Vec<AckRecord>>,
+    pub conservation: Conservation,
+}
+
+/// One ACK arriving at its sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct AckRecord {
+    pub flow: u32,
+    /// Arrival time at the sender.
+    pub t: Time,
+    /// The RTT sample this ACK produced, if any.
+    pub rtt: Option<Dur>,
+}
+
+/// Packet accounting at the end of a run: every packet sent was delivered, dropped, or
+/// is still in the network (in a delay line, a queue, or in service).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Conservation {
+    pub data_sent: u64,
+    pub data_delivered: u64,
+    pub data_dropped: u64,
+    pub data_in_network: u64,
+    pub acks_sent: u64,
+    pub acks_delivered: u64,
+    pub acks_dropped: u64,
+    pub acks_in_network: u64,
+}
+
+/// Downlink capacity and use over the measured span.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LinkSummary {
+    pub downlink: String,
+    pub uplink: String,
+    pub capacity_mbps: f64,
+    pub utilisation: Option<f64>,
+    pub delivered_mbps: f64,
+    pub drops: u64,
+}
+
+impl Simulation<'_> {
+    pub(super) fn finish(mut self) -> SimOutput {
+        let end = self.end;
+        let bin = self.sc.metrics.bin;
+        let first_start = self
+            .flows
+            .iter()
+            .map(|f| f.start)
+            .min()
+            .unwrap_or(Time::ZERO);
+        let mut summary = Vec::with_capacity(self.flows.len() + 1);
+        for (i, f) in self.flows.iter().enumerate() {
+            let m = &self.metrics[i];
+            let stop = m.completed_at.unwrap_or(end);
+            let active = stop.saturating_since(f.start);
+            let cap = self.radio.link.capacity_bytes(f.start, stop);
+            summary.push(m.summary(i as i64, &f.scheme, f.start, active, Some(cap)));
+        }
+        let cap_all = self.radio.link.capacity_bytes(first_start, end);
+        let schemes: Vec<&str> = self.flows.iter().map(|f| f.scheme.as_str()).collect();
+        let mut scheme_all = schemes.clone();
+        scheme_all.dedup();
+        let all_label = if scheme_all.len() == 1 {
+            scheme_all[0].to_string()
+        } else {
+            "all".to_string()
+        };
+        let all_row = self.all.summary(
+            -1,
+            &all_label,
+            first_start,
+            end.saturating_since(first_start),
+            Some(cap_all),
+        );
+        let link = LinkSummary {
+            downlink: self.sc.downlink.label.clone(),
+            uplink: self.sc.uplink.label.clone(),
+            capacity_mbps: {
+                let secs = end.saturating_since(first_start).as_secs_f64();
+                if secs > 0.0 {
+                    cap_all as f64 * 8.0 / secs / 1e6
+                } else {
+                    0.0
+                }
+            },
+            utilisation: all_row.utilisation,
+            delivered_mbps: all_row.pantheon_throughput_mbps.unwrap_or(0.0),
+            drops: all_row.drops,
+        };
+        summary.push(all_row);
+
+        let bins = (end.as_ns().div_ceil(bin.as_ns())) as usize;
+        let mut ts = TimeSeries::default();
+        for (i, f) in self.flows.iter().enumerate() {
+            let from = (f.start.as_ns() / bin.as_ns()) as usize;
+            ts.push_flow(i as i64, &self.metrics[i], bin, from, bins);
+        }
+        let secs = bin.as_secs_f64();
+        for b in 0..bins {
+            let t0 = Time(b as u64 * bin.as_ns());
+            let t1 = Time(((b as u64 + 1) * bin.as_ns()).min(end.as_ns()));
+            let cap = self.radio.link.capacity_bytes(t0, t1) as f64 * 8.0
+                / t1.saturating_since(t0).as_secs_f64().max(1e-12)
+                / 1e6;
+            let egress = self.all.bin_egress_bytes(b) as f64 * 8.0 / secs / 1e6;
+            let q = self.link_series.get(b).copied().unwrap_or((0, 0));
+            ts.push_link(b as f64 * secs, egress, Some(cap), q);
+        }
+        let packet_log = self.log.take().map(|l| l.finish(end));
+        let mut conservation = self.count;
+        conservation.data_in_network = (self.down_pre.held()
+            + self.radio.link.queued_packets()
+            + usize::from(self.radio.link.has_packet_in_transit())
+            + self.down_post.iter().map(|c| c.held()).sum::<usize>())
+            as u64;
+        conservation.acks_in_network = self
+            .up_radio
+            .iter()
+            .map(|r| r.link.queued_packets() + usize::from(r.link.has_packet_in_transit()))
+            .sum::<usize>() as u64
+            + self.up_post.iter().map(|c| c.held() as u64).sum::<u64>();
+        SimOutput {
+            summary,
+            timeseries: ts,
+            link,
+            events: self.events,
+            packet_log,
+            ack_log: self.ack_log.take(),
+            conservation,
+        }
+    }
+}

@@ -1,0 +1,639 @@
+//! The discrete-event loop: flows, paths and the order in which things happen.
+//!
+//! Topology (Mahimahi's `mm-delay D mm-link UP DOWN` with the sender outside, extended
+//! with optional cellular stages):
+//!
+//! ```text
+//!  sender ─loss─► [wired bottleneck] ─► delay(down) ─► radio queue ─► radio service ─┐
+//!                                                                                     │
+//!                                  receiver ◄─ [downlink gate, jitter, HARQ] ◄────────┘
+//!                                     │
+//!  sender ◄─ delay(up) ◄─ [grant gate, jitter, HARQ] ◄─ uplink service ◄─ queue ◄─loss┘ (ACKs)
+//! ```
+//!
+//! Data is delayed, then queued (`mm-delay` outside `mm-link`); ACKs are queued on the
+//! uplink, then delayed. Stages in brackets exist only when the scenario asks for them;
+//! a plain scenario runs exactly the Mahimahi pipeline. The radio is one link per UE, or
+//! a shared cell whose scheduler serves the UEs' queues. Events are ordered by
+//! `(time, sequence)`: ties run in the order they were scheduled, so a run is a pure
+//! function of the scenario and seed.
+
+mod finish;
+mod path;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use cellcc_link::{BernoulliLoss as LossModel, Delay, DropReason, EnqueueResult, Link, LinkService};
+use cellcc_units::{Dur, Time};
+use rand_chacha::ChaCha8Rng;
+
+use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
+use crate::packet::{AckSegment, DataSegment};
+use crate::rng::{self, Stream};
+use crate::scenario::Scenario;
+use crate::schemes;
+use crate::tcp::{SenderObserver, TcpReceiver, TcpSender};
+
+pub use finish::{AckRecord, Conservation, LinkSummary, SimOutput};
+use path::{BoxedStage, Chain};
+
+/// Events between progress callbacks.
+const PROGRESS_EVERY: u64 = 1 << 14;
+
+/// Which chain of stages an event belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum ChainId {
+    /// Shared downlink stages before the radio (wired bottleneck, propagation delay).
+    DownPre,
+    /// Per-UE downlink stages after the radio.
+    DownPost(u32),
+    /// Per-UE uplink stages after the uplink radio (ending with the propagation delay).
+    UpPost(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    FlowStart(u32),
+    SenderTimer(u32),
+    ReceiverTimer(u32),
+    Stage(ChainId, u16),
+    DownRadio,
+    UpRadio(u32),
+    Sample,
+}
+
+/// A run was stopped by its progress callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("simulation cancelled")]
+pub struct Cancelled;
+
+struct Flow {
+    scheme: String,
+    start: Time,
+    ue: u32,
+    sender: Option<TcpSender>,
+    receiver: Option<TcpReceiver>,
+    sender_timer: Option<Time>,
+    receiver_timer: Option<Time>,
+}
+
+/// Records sender events into a flow's metrics.
+struct Observer<'a> {
+    flow: &'a mut FlowMetrics,
+    all: &'a mut FlowMetrics,
+    last_rtt: Option<Dur>,
+}
+
+impl SenderObserver for Observer<'_> {
+    fn rtt_sample(&mut self, _now: Time, rtt: Dur) {
+        self.flow.rtt.record(rtt);
+        self.all.rtt.record(rtt);
+        self.last_rtt = Some(rtt);
+    }
+    fn retransmit(&mut self, _now: Time, _seq: u64) {
+        self.flow.retransmits += 1;
+        self.all.retransmits += 1;
+    }
+    fn rto(&mut self, _now: Time) {
+        self.flow.rtos += 1;
+        self.all.rtos += 1;
+    }
+}
+
+/// A data segment after the radio: when it entered the radio queue (for queueing delay).
+#[derive(Clone, Copy, Debug)]
+struct Carried {
+    seg: DataSegment,
+    queued_at: Time,
+}
+
+/// The downlink radio: one link (single UE).
+struct Radio {
+    link: Link<DataSegment>,
+    timer: Option<Time>,
+}
+
+/// One UE's uplink radio.
+struct UpRadio {
+    link: Link<AckSegment>,
+    timer: Option<Time>,
+}
+
+/// Claim a wake-up at `want` (not before `now`) for an entity whose pending wake-up is
+/// `slot`. Returns the time to schedule, or `None` if an earlier one is already pending
+/// (at most one live event per entity; superseded events are recognised and skipped).
+fn claim(now: Time, slot: &mut Option<Time>, want: Option<Time>) -> Option<Time> {
+    let t = want?.max(now);
+    if slot.is_none_or(|c| t < c) {
+        *slot = Some(t);
+        Some(t)
+    } else {
+        None
+    }
+}
+
+/// A simulation in progress.
+pub struct Simulation<'s> {
+    sc: &'s Scenario,
+    now: Time,
+    end: Time,
+    seq: u64,
+    events: u64,
+    queue: BinaryHeap<Reverse<(Time, u64, Event)>>,
+    flows: Vec<Flow>,
+    metrics: Vec<FlowMetrics>,
+    all: FlowMetrics,
+    down_loss: LossModel,
+    down_rng: ChaCha8Rng,
+    up_loss: LossModel,
+    up_rng: ChaCha8Rng,
+    down_pre: Chain<DataSegment>,
+    radio: Radio,
+    down_post: Vec<Chain<Carried>>,
+    up_radio: Vec<UpRadio>,
+    up_post: Vec<Chain<AckSegment>>,
+    /// Charged bytes on top of the IP length on the radio links (4 on trace links).
+    down_framing: u32,
+    wakeups: Vec<(u16, Time)>,
+    log: Option<PacketLog>,
+    ack_log: Option<Vec<AckRecord>>,
+    link_series: Vec<(u64, u64)>,
+    count: Conservation,
+}
+
+impl<'s> Simulation<'s> {
+    pub fn new(sc: &'s Scenario) -> Self {
+        let end = Time::ZERO + sc.duration;
+        let log = sc.metrics.packet_log.then(|| {
+            let (opps, bytes) = match &sc.downlink.service {
+                LinkService::Trace { trace, mode } => (
+                    trace.opportunity_times_ms(*mode, end.as_ms() + 1),
+                    cellcc_link::OPPORTUNITY_BYTES,
+                ),
+                LinkService::Constant { .. } => (Vec::new(), 0),
+            };
+            PacketLog::new(&format!("{:?}", sc.downlink.queue), opps, bytes)
+        });
+        let ues = 1;
+        let mut down_pre: Vec<BoxedStage<DataSegment>> = Vec::new();
+        if !sc.downlink.delay.is_zero() {
+            down_pre.push(Box::new(Delay::new(sc.downlink.delay)));
+        }
+        let up_post = (0..ues)
+            .map(|_| {
+                let mut stages: Vec<BoxedStage<AckSegment>> = Vec::new();
+                if !sc.uplink.delay.is_zero() {
+                    stages.push(Box::new(Delay::new(sc.uplink.delay)));
+                }
+                Chain::new(stages)
+            })
+            .collect();
+        let mut sim = Simulation {
+            sc,
+            now: Time::ZERO,
+            end,
+            seq: 0,
+            events: 0,
+            queue: BinaryHeap::new(),
+            flows: sc
+                .flows
+                .iter()
+                .map(|f| Flow {
+                    scheme: f.scheme.clone(),
+                    start: Time::ZERO + f.start,
+                    ue: 0,
+                    sender: None,
+                    receiver: None,
+                    sender_timer: None,
+                    receiver_timer: None,
+                })
+                .collect(),
+            metrics: vec![FlowMetrics::default(); sc.flows.len()],
+            all: FlowMetrics::default(),
+            down_loss: LossModel::new(sc.downlink.loss),
+            down_rng: rng::stream(sc.seed, Stream::DownlinkLoss),
+            up_loss: LossModel::new(sc.uplink.loss),
+            up_rng: rng::stream(sc.seed, Stream::UplinkLoss),
+            down_pre: Chain::new(down_pre),
+            radio: Radio {
+                link: Link::new(sc.downlink.service.clone(), sc.downlink.queue.clone()),
+                timer: None,
+            },
+            down_post: (0..ues).map(|_| Chain::new(Vec::new())).collect(),
+            up_radio: (0..ues)
+                .map(|_| UpRadio {
+                    link: Link::new(sc.uplink.service.clone(), sc.uplink.queue.clone()),
+                    timer: None,
+                })
+                .collect(),
+            up_post,
+            down_framing: sc.downlink.service.framing_bytes(),
+            wakeups: Vec::new(),
+            log,
+            ack_log: sc.metrics.ack_log.then(Vec::new),
+            link_series: Vec::new(),
+            count: Conservation::default(),
+        };
+        for (i, f) in sc.flows.iter().enumerate() {
+            sim.push(Time::ZERO + f.start, Event::FlowStart(i as u32));
+        }
+        sim.push(Time::ZERO + sc.metrics.bin, Event::Sample);
+        sim
+    }
+
+    fn push(&mut self, t: Time, ev: Event) {
+        self.seq += 1;
+        self.queue.push(Reverse((t, self.seq, ev)));
+    }
+
+    /// Run to the end. `progress(fraction)` is called now and then; returning false
+    /// cancels the run.
+    pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<SimOutput, Cancelled> {
+        while let Some(Reverse((t, _, ev))) = self.queue.pop() {
+            if t >= self.end {
+                break;
+            }
+            debug_assert!(t >= self.now, "events never go back in time");
+            self.now = t;
+            self.events += 1;
+            if self.events.is_multiple_of(PROGRESS_EVERY)
+                && !progress(t.as_ns() as f64 / self.end.as_ns() as f64)
+            {
+                return Err(Cancelled);
+            }
+            self.dispatch(t, ev);
+        }
+        self.now = self.end;
+        progress(1.0);
+        Ok(self.finish())
+    }
+
+    fn dispatch(&mut self, t: Time, ev: Event) {
+        match ev {
+            Event::FlowStart(i) => self.start_flow(i),
+            Event::SenderTimer(i) => {
+                let f = &mut self.flows[i as usize];
+                if f.sender_timer != Some(t) {
+                    return; // superseded by an earlier or later wake-up
+                }
+                f.sender_timer = None;
+                if let Some(s) = f.sender.as_mut() {
+                    let mut obs = Observer {
+                        flow: &mut self.metrics[i as usize],
+                        all: &mut self.all,
+                        last_rtt: None,
+                    };
+                    s.on_timer(t, &mut obs);
+                }
+                self.pump_sender(i);
+            }
+            Event::ReceiverTimer(i) => {
+                let f = &mut self.flows[i as usize];
+                if f.receiver_timer != Some(t) {
+                    return;
+                }
+                f.receiver_timer = None;
+                let ack = f.receiver.as_mut().and_then(|r| r.on_timer(t));
+                if let Some(a) = ack {
+                    let ue = f.ue;
+                    self.send_ack(ue, a);
+                }
+                self.arm_receiver(i);
+            }
+            Event::Stage(id, idx) => {
+                let mut wakeups = std::mem::take(&mut self.wakeups);
+                match id {
+                    ChainId::DownPre => self.down_pre.wake(t, idx, &mut wakeups),
+                    ChainId::DownPost(u) => self.down_post[u as usize].wake(t, idx, &mut wakeups),
+                    ChainId::UpPost(u) => self.up_post[u as usize].wake(t, idx, &mut wakeups),
+                }
+                self.schedule_stages(id, &mut wakeups);
+                self.wakeups = wakeups;
+                self.drain_chain(id);
+            }
+            Event::DownRadio => {
+                if self.radio.timer != Some(t) {
+                    return;
+                }
+                self.radio.timer = None;
+                self.service_radio();
+            }
+            Event::UpRadio(u) => {
+                let r = &mut self.up_radio[u as usize];
+                if r.timer != Some(t) {
+                    return;
+                }
+                r.timer = None;
+                self.service_up(u);
+            }
+            Event::Sample => self.sample(),
+        }
+    }
+
+    fn schedule_stages(&mut self, id: ChainId, wakeups: &mut Vec<(u16, Time)>) {
+        for (idx, t) in wakeups.drain(..) {
+            self.push(t, Event::Stage(id, idx));
+        }
+    }
+
+    /// Hand what left chain `id` (and what it dropped) to the next element.
+    fn drain_chain(&mut self, id: ChainId) {
+        match id {
+            ChainId::DownPre => {
+                for (_, d) in std::mem::take(&mut self.down_pre.drops) {
+                    self.record_data_drop(d.item.flow, d.reason);
+                }
+                let exits = std::mem::take(&mut self.down_pre.exits);
+                for r in exits {
+                    self.enqueue_radio(r.at, r.item, r.ip_len);
+                }
+            }
+            ChainId::DownPost(u) => {
+                let chain = &mut self.down_post[u as usize];
+                let drops = std::mem::take(&mut chain.drops);
+                let exits = std::mem::take(&mut chain.exits);
+                for (_, d) in drops {
+                    self.record_data_drop(d.item.seg.flow, d.reason);
+                }
+                for r in exits {
+                    self.deliver_data(r.at, r.item, r.ip_len);
+                }
+            }
+            ChainId::UpPost(u) => {
+                let chain = &mut self.up_post[u as usize];
+                let drops = std::mem::take(&mut chain.drops);
+                let exits = std::mem::take(&mut chain.exits);
+                self.count.acks_dropped += drops.len() as u64;
+                for r in exits {
+                    self.deliver_ack(r.item);
+                }
+            }
+        }
+    }
+
+    fn start_flow(&mut self, i: u32) {
+        let cfg = &self.sc.flows[i as usize];
+        let seed = rng::flow_seed(self.sc.seed, i);
+        // Scheme and parameters were validated when the scenario was loaded.
+        let cc = schemes::build(&cfg.scheme, &cfg.params, seed)
+            .expect("scheme parameters are validated by Scenario::parse");
+        let f = &mut self.flows[i as usize];
+        f.sender = Some(TcpSender::new(i, &self.sc.sender, cc, cfg.app, self.now));
+        f.receiver = Some(TcpReceiver::new(i, &self.sc.receiver, self.now));
+        self.pump_sender(i);
+    }
+
+    /// Let sender `i` transmit everything it may now, then re-arm its timer.
+    fn pump_sender(&mut self, i: u32) {
+        let now = self.now;
+        loop {
+            let f = &mut self.flows[i as usize];
+            let Some(s) = f.sender.as_mut() else { return };
+            let mut obs = Observer {
+                flow: &mut self.metrics[i as usize],
+                all: &mut self.all,
+                last_rtt: None,
+            };
+            let Some(seg) = s.poll_transmit(now, &mut obs) else {
+                break;
+            };
+            let len = seg.ip_len();
+            self.count.data_sent += 1;
+            self.metrics[i as usize].sent_ip_bytes += len as u64;
+            self.all.sent_ip_bytes += len as u64;
+            if self.down_loss.drops(&mut self.down_rng) {
+                self.metrics[i as usize].drops_random += 1;
+                self.all.drops_random += 1;
+                self.count.data_dropped += 1;
+                continue;
+            }
+            self.send_down(seg, len);
+        }
+        let want = self.flows[i as usize]
+            .sender
+            .as_ref()
+            .and_then(|s| s.next_wakeup());
+        if let Some(t) = claim(self.now, &mut self.flows[i as usize].sender_timer, want) {
+            self.push(t, Event::SenderTimer(i));
+        }
+    }
+
+    /// A data packet enters the network (after entry loss).
+    fn send_down(&mut self, seg: DataSegment, ip_len: u32) {
+        let now = self.now;
+        if self.down_pre.is_pass_through() {
+            self.enqueue_radio(now, seg, ip_len);
+            return;
+        }
+        let mut wakeups = std::mem::take(&mut self.wakeups);
+        self.down_pre.push(now, seg, ip_len, &mut wakeups);
+        self.schedule_stages(ChainId::DownPre, &mut wakeups);
+        self.wakeups = wakeups;
+        self.drain_chain(ChainId::DownPre);
+    }
+
+    fn arm_receiver(&mut self, i: u32) {
+        let want = self.flows[i as usize]
+            .receiver
+            .as_ref()
+            .and_then(|r| r.next_wakeup());
+        if let Some(t) = claim(self.now, &mut self.flows[i as usize].receiver_timer, want) {
+            self.push(t, Event::ReceiverTimer(i));
+        }
+    }
+
+    fn arm_radio(&mut self) {
+        let want = self.radio.link.next_wakeup();
+        if let Some(t) = claim(self.now, &mut self.radio.timer, want) {
+            self.push(t, Event::DownRadio);
+        }
+    }
+
+    fn arm_up_radio(&mut self, u: u32) {
+        let want = self.up_radio[u as usize].link.next_wakeup();
+        if let Some(t) = claim(self.now, &mut self.up_radio[u as usize].timer, want) {
+            self.push(t, Event::UpRadio(u));
+        }
+    }
+
+    fn enqueue_radio(&mut self, at: Time, seg: DataSegment, ip_len: u32) {
+        if let Some(log) = self.log.as_mut() {
+            log.arrival(at, ip_len + self.down_framing);
+        }
+        if let EnqueueResult::Dropped(d) = self.radio.link.enqueue(at, seg, ip_len) {
+            if let Some(log) = self.log.as_mut() {
+                log.drop(at, ip_len + self.down_framing);
+            }
+            self.record_data_drop(d.flow, DropReason::QueueFull);
+        }
+        // Serve what is due now; this also records drops the enqueue caused.
+        self.service_radio();
+    }
+
+    fn record_data_drop(&mut self, flow: u32, reason: DropReason) {
+        self.count.data_dropped += 1;
+        let m = &mut self.metrics[flow as usize];
+        let _ = reason;
+        m.drops_queue += 1;
+        self.all.drops_queue += 1;
+    }
+
+    /// Run the downlink radio up to now and hand departures to the UEs' chains.
+    fn service_radio(&mut self) {
+        let now = self.now;
+        self.radio.link.advance(now);
+        while let Some(d) = self.radio.link.pop_drop() {
+            if let Some(log) = self.log.as_mut() {
+                log.drop(d.at, d.ip_len + self.down_framing);
+            }
+            self.record_data_drop(d.item.flow, d.reason);
+        }
+        while let Some(dep) = self.radio.link.pop_departure() {
+            if let Some(log) = self.log.as_mut() {
+                log.departure(
+                    dep.departed_at,
+                    dep.ip_len + self.down_framing,
+                    dep.departed_at.saturating_since(dep.enqueued_at),
+                );
+            }
+            let ue = self.flows[dep.item.flow as usize].ue;
+            let carried = Carried {
+                seg: dep.item,
+                queued_at: dep.enqueued_at,
+            };
+            let chain = &mut self.down_post[ue as usize];
+            if chain.is_pass_through() {
+                self.deliver_data(dep.departed_at, carried, dep.ip_len);
+            } else {
+                let mut wakeups = std::mem::take(&mut self.wakeups);
+                chain.push(dep.departed_at, carried, dep.ip_len, &mut wakeups);
+                self.schedule_stages(ChainId::DownPost(ue), &mut wakeups);
+                self.wakeups = wakeups;
+                self.drain_chain(ChainId::DownPost(ue));
+            }
+        }
+        self.arm_radio();
+    }
+
+    /// A data packet reaches its receiver at `t`.
+    fn deliver_data(&mut self, t: Time, c: Carried, ip_len: u32) {
+        let bin = self.sc.metrics.bin;
+        let seg = c.seg;
+        let i = seg.flow as usize;
+        self.count.data_delivered += 1;
+        let owd = t.saturating_since(seg.sent_at);
+        let qdelay = t.saturating_since(c.queued_at);
+        let charged = ip_len + self.down_framing;
+        self.metrics[i].on_egress(t, ip_len, charged, owd, qdelay, bin);
+        self.all.on_egress(t, ip_len, charged, owd, qdelay, bin);
+        let Some(r) = self.flows[i].receiver.as_mut() else {
+            return;
+        };
+        let out = r.on_data(t, &seg);
+        if out.delivered_bytes > 0 {
+            self.metrics[i].on_app_delivered(t, out.delivered_bytes, bin);
+            self.all.on_app_delivered(t, out.delivered_bytes, bin);
+            if let crate::tcp::App::Bytes(n) = self.sc.flows[i].app {
+                if self.metrics[i].app_bytes >= n {
+                    self.metrics[i].completed_at.get_or_insert(t);
+                }
+            }
+        }
+        if let Some(a) = out.ack {
+            let ue = self.flows[i].ue;
+            self.send_ack(ue, a);
+        }
+        self.arm_receiver(seg.flow);
+    }
+
+    fn send_ack(&mut self, ue: u32, ack: AckSegment) {
+        self.count.acks_sent += 1;
+        if self.up_loss.drops(&mut self.up_rng) {
+            self.count.acks_dropped += 1;
+            return;
+        }
+        let now = self.now;
+        let ip_len = ack.ip_len();
+        if let EnqueueResult::Dropped(_) = self.up_radio[ue as usize].link.enqueue(now, ack, ip_len)
+        {
+            self.count.acks_dropped += 1;
+        }
+        self.service_up(ue);
+    }
+
+    fn service_up(&mut self, u: u32) {
+        let now = self.now;
+        let link = &mut self.up_radio[u as usize].link;
+        link.advance(now);
+        while link.pop_drop().is_some() {
+            self.count.acks_dropped += 1;
+        }
+        let mut wakeups = std::mem::take(&mut self.wakeups);
+        let mut any = false;
+        while let Some(dep) = self.up_radio[u as usize].link.pop_departure() {
+            let chain = &mut self.up_post[u as usize];
+            if chain.is_pass_through() {
+                self.deliver_ack(dep.item);
+            } else {
+                chain.push(dep.departed_at, dep.item, dep.ip_len, &mut wakeups);
+                any = true;
+            }
+        }
+        if any {
+            self.schedule_stages(ChainId::UpPost(u), &mut wakeups);
+            self.drain_chain(ChainId::UpPost(u));
+        }
+        self.wakeups = wakeups;
+        self.arm_up_radio(u);
+    }
+
+    fn deliver_ack(&mut self, ack: AckSegment) {
+        self.count.acks_delivered += 1;
+        let i = ack.flow;
+        let now = self.now;
+        if let Some(s) = self.flows[i as usize].sender.as_mut() {
+            let mut obs = Observer {
+                flow: &mut self.metrics[i as usize],
+                all: &mut self.all,
+                last_rtt: None,
+            };
+            s.on_ack(now, &ack, &mut obs);
+            let rtt = obs.last_rtt;
+            if let Some(log) = self.ack_log.as_mut() {
+                log.push(AckRecord { flow: i, t: now, rtt });
+            }
+        }
+        self.pump_sender(i);
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let bin = self.sc.metrics.bin;
+        for (i, f) in self.flows.iter().enumerate() {
+            if let Some(s) = f.sender.as_ref() {
+                let sock = s.sock();
+                let sample = SenderSample {
+                    cwnd: sock.cwnd,
+                    ssthresh: sock.ssthresh,
+                    pacing_bps: sock.pacing_rate,
+                    srtt: sock.srtt,
+                    inflight: sock.packets_in_flight(),
+                };
+                self.metrics[i].sample(now, bin, &sample);
+            }
+        }
+        self.link_series.push((
+            self.radio.link.queued_packets() as u64,
+            self.radio.link.queued_bytes(),
+        ));
+        self.push(now + bin, Event::Sample);
+    }
+}
+
+/// Run a scenario to completion.
+pub fn run(sc: &Scenario) -> SimOutput {
+    Simulation::new(sc)
+        .run(&mut |_| true)
+        .expect("a run without a cancelling callback completes")
+}

@@ -1,0 +1,1 @@
+//! Background traffic generators (filled in by the cell/traffic work).
