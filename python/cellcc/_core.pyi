@@ -48,5 +48,19 @@ def validate_scenario(
 def trace_info(path: str) -> dict[str, Any]:
     """Statistics of a Mahimahi trace: duration, mean and percentile capacity, outages."""
 
+def trace_timestamps(path: str) -> bytes:
+    """Timestamps (ms) of a Mahimahi trace, one little-endian ``u32`` per line.
+
+    Raises ``TraceError`` naming the file and line when the trace is invalid.
+    """
+
+def synth_trace(config_json: str, seed: int) -> bytes:
+    """A synthetic trace (``cellcc_link::synth``): timestamps (ms) as little-endian ``u32``.
+
+    ``config_json`` is a JSON object with ``model`` = ``"mobility"``, ``"steps"`` or
+    ``"constant"`` and that model's keys (docs/traces.md). Raises ``ValueError`` naming
+    the key when the configuration is invalid.
+    """
+
 def schemes() -> list[str]:
     """Names of the congestion controls the simulator knows."""

@@ -14,7 +14,8 @@ traces, plots and reports are pure Python); calling a simulator function then ra
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 try:
@@ -35,7 +36,9 @@ __all__ = [
     "core_version",
     "schemes",
     "simulate",
+    "synth_trace",
     "trace_info",
+    "trace_timestamps",
     "validate_scenario",
 ]
 
@@ -124,6 +127,34 @@ def trace_info(path: str) -> dict[str, Any]:
         return dict(core.trace_info(path))
     except OSError as exc:
         raise TraceError(f"{path}: {_os_message(exc)}") from exc
+
+
+def trace_timestamps(path: str) -> bytes:
+    """Timestamps of a Mahimahi trace as little-endian ``u32`` bytes (validated by the core)."""
+    core = _require()
+    try:
+        return bytes(core.trace_timestamps(path))
+    except OSError as exc:
+        raise TraceError(f"{path}: {_os_message(exc)}") from exc
+
+
+def synth_trace(config: Mapping[str, Any], seed: int) -> bytes:
+    """A synthetic trace from the core's models as little-endian ``u32`` timestamps.
+
+    The core reports a bad configuration as ``ValueError`` naming the key; it becomes a
+    :class:`UsageError` that also names the model.
+    """
+    core = _require()
+    model = config.get("model", "?")
+    _check_seed(seed, f"synth {model}")
+    try:
+        text = json.dumps(dict(config), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"synth {model}: the configuration is not plain data: {exc}") from None
+    try:
+        return bytes(core.synth_trace(text, seed))
+    except ValueError as exc:
+        raise UsageError(f"synth {model}: {exc}") from None
 
 
 def schemes() -> list[str]:

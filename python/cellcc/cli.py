@@ -350,23 +350,339 @@ def traces_info(file: Annotated[Path, typer.Argument(help="Mahimahi trace file."
     _stdout().print(table)
 
 
+#: Options of `traces synth --model`, by model: CLI option → configuration key.
+_SYNTH_OPTIONS: dict[str, dict[str, str]] = {
+    "mobility": {
+        "--speed-kmh": "speed_kmh",
+        "--direction": "direction",
+        "--rat": "rat",
+        "--bandwidth-mhz": "bandwidth_mhz",
+        "--carrier-ghz": "carrier_ghz",
+        "--start-distance-m": "start_distance_m",
+    },
+    "steps": {
+        "--base-mbps": "base_mbps",
+        "--factor": "factor",
+        "--direction": "direction",
+        "--warmup-s": "warmup_s",
+        "--period-s": "period_s",
+    },
+    "constant": {"--rate-mbps": "rate_mbps"},
+}
+
+
+def _param_value(text: str) -> Any:
+    """A ``--param`` value: a TOML number, boolean or string; anything else is a string."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _synth_config(
+    model: str, config_file: Path | None, options: dict[str, Any], params: list[str]
+) -> dict[str, Any]:
+    """The configuration table of `traces synth --model` (file, then options, then
+    --param), with errors naming the option."""
+    import tomllib
+
+    if model not in _SYNTH_OPTIONS:
+        raise _fail(f"--model: expected one of: {', '.join(_SYNTH_OPTIONS)}, got {model!r}")
+    config: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            config = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise _fail(f"--config: {config_file}: {exc}") from None
+        if config.setdefault("model", model) != model:
+            raise _fail(f"--config: {config_file} is for model {config['model']!r}, not {model!r}")
+    config["model"] = model
+    for option, value in options.items():
+        if value is None:
+            continue
+        key = _SYNTH_OPTIONS[model].get(option)
+        if key is None:
+            users = [m for m, table in _SYNTH_OPTIONS.items() if option in table]
+            raise _fail(f"{option}: not an option of --model {model} (used by: {', '.join(users)})")
+        config[key] = value
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"--param: expected KEY=VALUE, e.g. shadowing_sigma_db=8, got {item!r}")
+        config[key.strip()] = _param_value(value.strip())
+    return config
+
+
 @traces_app.command("synth")
 @_friendly_errors
 def traces_synth(
-    preset: Annotated[str, typer.Argument(help="Preset: lte-driving, lte-stationary, nr-driving.")],
+    preset: Annotated[
+        str | None,
+        typer.Argument(
+            help="Preset of the Python model: lte-driving, lte-stationary, nr-driving "
+            "(writes <preset>.down and .up). Omit it when using --model."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Documented model of the core instead of a preset: mobility (3GPP channel "
+            "model), steps (ccBench step changes) or constant; writes one trace.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Trace file for --model [default: <out-dir>/<model>.down]."
+        ),
+    ] = None,
     out_dir: Annotated[
         Path, typer.Option("--out-dir", help="Directory for <preset>.down/.up.")
     ] = Path("traces"),
     seed: Annotated[int, typer.Option("--seed", min=0)] = 1,
     duration: Annotated[
-        float, typer.Option("--duration", help="Trace length (s).", min=0.001)
+        float | None,
+        typer.Option("--duration", help="Trace length (s) [default: 60; steps: 38].", min=0.001),
+    ] = None,
+    speed_kmh: Annotated[
+        float | None, typer.Option("--speed-kmh", help="mobility: UE speed [60].")
+    ] = None,
+    direction: Annotated[
+        str | None,
+        typer.Option(
+            "--direction",
+            help="mobility: away, towards, pass [away]; steps: up, down, alternate [up].",
+        ),
+    ] = None,
+    rat: Annotated[str | None, typer.Option("--rat", help="mobility: lte or nr [lte].")] = None,
+    bandwidth_mhz: Annotated[
+        float | None, typer.Option("--bandwidth-mhz", help="mobility: channel bandwidth [20].")
+    ] = None,
+    carrier_ghz: Annotated[
+        float | None, typer.Option("--carrier-ghz", help="mobility: carrier frequency [2.6].")
+    ] = None,
+    start_distance_m: Annotated[
+        float | None,
+        typer.Option("--start-distance-m", help="mobility: distance from the site at t = 0 [50]."),
+    ] = None,
+    base_mbps: Annotated[
+        float | None, typer.Option("--base-mbps", help="steps: base rate (required).")
+    ] = None,
+    factor: Annotated[
+        float | None, typer.Option("--factor", help="steps: step factor [2].")
+    ] = None,
+    warmup_s: Annotated[
+        float | None, typer.Option("--warmup-s", help="steps: warm-up at the base rate [10].")
+    ] = None,
+    period_s: Annotated[
+        float | None, typer.Option("--period-s", help="steps: length of each step [7].")
+    ] = None,
+    rate_mbps: Annotated[
+        float | None, typer.Option("--rate-mbps", help="constant: rate (required).")
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param", help="Any other model key, KEY=VALUE (repeatable; docs/traces.md)."
+        ),
+    ] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="TOML file with the model's keys (options override it)."),
+    ] = None,
+) -> None:
+    """Write a synthetic trace: a Python preset pair, or one trace of a core model
+    (deterministic for a seed)."""
+    from cellcc import synthetic, traces
+
+    options = {
+        "--speed-kmh": speed_kmh,
+        "--direction": direction,
+        "--rat": rat,
+        "--bandwidth-mhz": bandwidth_mhz,
+        "--carrier-ghz": carrier_ghz,
+        "--start-distance-m": start_distance_m,
+        "--base-mbps": base_mbps,
+        "--factor": factor,
+        "--warmup-s": warmup_s,
+        "--period-s": period_s,
+        "--rate-mbps": rate_mbps,
+    }
+    if model is None:
+        if preset is None:
+            raise _fail(
+                "give a PRESET (lte-driving, lte-stationary, nr-driving) or "
+                "--model mobility|steps|constant"
+            )
+        extra = [o for o, v in options.items() if v is not None]
+        extra += ["--param"] if param else []
+        extra += ["--out"] if out is not None else []
+        extra += ["--config"] if config_file is not None else []
+        if extra:
+            raise _fail(f"{extra[0]}: only applies with --model (presets take --out-dir)")
+        down, up = synthetic.write_preset(
+            preset, out_dir, duration_s=60.0 if duration is None else duration, seed=seed
+        )
+        _stdout().print(f"wrote {down} and {up}", markup=False, soft_wrap=True)
+        return
+    if preset is not None:
+        raise _fail(f"give either a PRESET ({preset!r}) or --model, not both")
+    if config_file is not None and not config_file.is_file():
+        raise _fail(f"--config: {config_file}: no such file")
+    config = _synth_config(model, config_file, options, param or [])
+    if duration is not None:
+        config["duration_s"] = duration
+    stamps = traces.synthesize(config, seed=seed)
+    path = out if out is not None else out_dir / f"{model}.down"
+    traces.write_trace(path, stamps)
+    seconds = int(stamps[-1]) / 1e3
+    mean = len(stamps) * traces.LINE_BYTES * 8 / seconds / 1e6
+    _stdout().print(
+        f"wrote {path}: {len(stamps):,} lines, {seconds:g} s, mean {mean:.2f} Mbit/s "
+        f"(model {model}, seed {seed})",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+@traces_app.command("plot")
+@_friendly_errors
+def traces_plot(
+    files: Annotated[list[Path], typer.Argument(help="Mahimahi traces to overlay.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Image to write (.png, .svg or .pdf).")
+    ] = Path("trace-capacity.png"),
+    bin_ms: Annotated[int, typer.Option("--bin-ms", help="Capacity bin width (ms).", min=1)] = 1000,
+    title: Annotated[str | None, typer.Option("--title", help="Plot title.")] = None,
+) -> None:
+    """Plot capacity over time of one or more traces, overlaid."""
+    from cellcc import traces
+
+    for file in files:
+        if not file.is_file():
+            raise _fail(
+                f"{file}: no such trace file" if not file.exists() else f"{file}: not a file"
+            )
+    path = traces.plot_capacity(files, out, bin_ms=bin_ms, title=title)
+    _stdout().print(f"wrote {path}", markup=False, soft_wrap=True)
+
+
+@traces_app.command("convert")
+@_friendly_errors
+def traces_convert(
+    source: Annotated[
+        Path, typer.Argument(help="Irish 5G CSV (G-NetTrack) or a 't_s rate_mbps' text file.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Mahimahi trace to write.")],
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="auto (.csv = irish-csv, else rates), irish-csv or rates."),
+    ] = "auto",
+    column: Annotated[
+        str,
+        typer.Option("--column", help="irish-csv: rate column in kbit/s, e.g. UL_bitrate."),
+    ] = "DL_bitrate",
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            "--duration",
+            help="rates: trace length from the first line (s) [default: the last interval "
+            "as long as the one before].",
+            min=0.001,
+        ),
+    ] = None,
+    max_gap_s: Annotated[
+        int,
+        typer.Option("--max-gap-s", help="irish-csv: longest gap between rows (s).", min=1),
+    ] = 10,
+) -> None:
+    """Convert per-second throughput or rate intervals into a Mahimahi trace."""
+    from cellcc import traces
+
+    report = traces.convert(
+        source, out, kind=fmt, column=column, duration_s=duration, max_gap_s=max_gap_s
+    )
+    console = _stdout()
+    console.print(
+        f"wrote {report.output}: {report.lines:,} lines, {report.duration_s:g} s, "
+        f"mean {report.mean_mbps:.3f} Mbit/s ({report.kind})",
+        markup=False,
+        soft_wrap=True,
+    )
+    for note in report.notes:
+        console.print(f"  {note}", markup=False, soft_wrap=True)
+
+
+@traces_app.command("scale")
+@_friendly_errors
+def traces_scale(
+    file: Annotated[Path, typer.Argument(help="Mahimahi trace.")],
+    factor: Annotated[
+        str, typer.Option("--factor", help="Capacity multiplier, e.g. 3, 0.5 or 1/3.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Scaled trace to write.")],
+) -> None:
+    """Multiply a trace's capacity (exact carry; the loop period is kept)."""
+    from cellcc import traces
+
+    if not file.is_file():
+        raise _fail(f"{file}: no such trace file" if not file.exists() else f"{file}: not a file")
+    exact = traces.parse_factor(factor)
+    before, after = traces.scale(file, out, exact)
+    _stdout().print(
+        f"wrote {out}: {before:,} → {after:,} lines (×{exact})", markup=False, soft_wrap=True
+    )
+
+
+@traces_app.command("download")
+@_friendly_errors
+def traces_download(
+    trace_set: Annotated[
+        str, typer.Option("--set", help="mahimahi, ireland-5g-2020 or all.")
+    ] = "all",
+    dest: Annotated[
+        Path, typer.Option("--dest", help="Directory that receives <set>/... files.")
+    ] = Path("traces"),
+    mirror: Annotated[
+        str | None,
+        typer.Option(
+            "--mirror",
+            envvar="CELLCC_TRACE_MIRROR",
+            help="Base URL replacing https://raw.githubusercontent.com (same layout; "
+            "http://, https:// or file://).",
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="Fetch only this file name (repeatable)."),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Network timeout per request (s).", min=0.1)
     ] = 60.0,
 ) -> None:
-    """Write a synthetic cellular-like trace pair (deterministic for a seed)."""
-    from cellcc import synthetic
+    """Fetch the public trace sets at pinned commits and verify every sha256."""
+    from cellcc import traces
+    from cellcc.trace_sources import SETS
 
-    down, up = synthetic.write_preset(preset, out_dir, duration_s=duration, seed=seed)
-    _stdout().print(f"wrote {down} and {up}", markup=False)
+    names = list(SETS) if trace_set == "all" else [trace_set]
+    console = _stdout()
+    counts = {"downloaded": 0, "replaced": 0, "present": 0}
+
+    def show(result: Any) -> None:
+        counts[result.status] += 1
+        label = {"present": "ok (present)", "replaced": "replaced"}.get(result.status, "fetched")
+        console.print(f"{label:<13} {result.path}", markup=False, soft_wrap=True)
+
+    traces.download(names, dest, mirror=mirror, only=only or (), timeout=timeout, progress=show)
+    console.print(
+        f"{counts['downloaded'] + counts['replaced']} downloaded, {counts['present']} already "
+        f"present, all sha256 verified; GPL-3.0 data: keep it out of non-GPL packages",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @app.command()

@@ -7,7 +7,9 @@ running the simulator; tests that need real numbers use the compiled core instea
 
 from __future__ import annotations
 
+import json
 import math
+import struct
 import tomllib
 import zlib
 from pathlib import Path
@@ -139,3 +141,22 @@ class FakeCore:
             "max_gap": 450_000_000,
             "longest_outage": 450_000_000,
         }
+
+    def trace_timestamps(self, path: str) -> bytes:
+        if not Path(path).is_file():
+            raise FileNotFoundError(2, "No such file or directory", path)
+        stamps = [int(line) for line in Path(path).read_text().split()]
+        if not stamps or stamps[-1] == 0 or stamps != sorted(stamps):
+            raise _native.TraceError(f"{path}: not a valid trace (fake core)")
+        return struct.pack(f"<{len(stamps)}I", *stamps)
+
+    def synth_trace(self, config_json: str, seed: int) -> bytes:
+        """One line per millisecond for the configuration's duration (default 60 s)."""
+        config = json.loads(config_json)
+        self.calls.append({"synth": config, "seed": seed})
+        if config.get("model") not in ("mobility", "steps", "constant"):
+            raise ValueError(f"unknown variant `{config.get('model')}`")
+        duration_ms = round(float(config.get("duration_s", 60.0)) * 1000)
+        if duration_ms < 1:
+            raise ValueError(f"duration_s: expected 0.001..=3600 s, got {config['duration_s']}")
+        return struct.pack(f"<{duration_ms}I", *range(1, duration_ms + 1))

@@ -11,8 +11,11 @@
 //! overriding `cong_avoid` in Recovery) is reproduced exactly.
 
 pub mod bbr;
+pub mod c2tcp;
+pub mod cesar;
 pub mod cubic;
 pub mod minmax;
+pub mod proprate;
 pub mod reno;
 pub mod sock;
 

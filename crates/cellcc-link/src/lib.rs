@@ -56,17 +56,38 @@
 //! assert_eq!(times, [1, 1, 3]);
 //! ```
 
+mod aqm;
+mod cell;
+mod cellular;
 mod delay;
+mod impair;
 mod link;
 mod loss;
 mod queue;
 mod service;
 mod stage;
+pub mod synth;
 mod trace;
 
+pub use aqm::{
+    AqmConfigError, AqmVariant, Codel, CodelConfig, Pie, PieConfig, PieDelayEstimator,
+    MAX_AQM_TIME_MS,
+};
+pub use cell::{
+    Cell, CellConfig, CellError, CellSpec, CellStats, SchedulerKind, UeChannel, UeConfig, UeSpec,
+    UeStats, DEFAULT_PF_TC_TTIS, LTE_TTI, NR_TTI_30KHZ,
+};
+pub use cellular::{
+    preset, BurstStats, DownlinkGate, DownlinkGateConfig, GrantStats, Preset, ResolvedScheduling,
+    SchedulingConfig, TddConfig, TddOverride, UplinkGrant, UplinkGrantConfig, PRESETS,
+};
 pub use delay::DelayLine;
+pub use impair::{
+    GilbertElliott, GilbertElliottConfig, Harq, HarqConfig, HarqStats, Jitter, JitterConfig,
+    OutageConfig, OutageKind, OutageWindow, Outages, ParamError,
+};
 pub use link::{Departure, EnqueueResult, Link, LinkStats};
-pub use loss::{BernoulliLoss, LossError};
+pub use loss::{BernoulliLoss, LossConfig, LossError, LossModel};
 pub use queue::{
     DropReason, DroppedPacket, Fifo, Limits, Overflow, PacketQueue, QueueSpec, QueueSpecError,
     Queued,

@@ -27,11 +27,22 @@
 //!    instead of one by one; the result is identical (they are wasted either way).
 //! 3. A packet larger than an opportunity is refused (`DropReason::TooBig`) instead of
 //!    aborting the emulator.
+//!
+//! Outages ([`Link::set_outages`], `impair/outage.rs`): inside an outage window the link
+//! serves nothing. Trace opportunities in the window are never offered (counted in
+//! [`LinkStats::opportunities_in_outage`], not in `opportunities`); a constant-rate link
+//! pauses, so the packet on the wire finishes the window's length later (its serialiser
+//! runs on *service time*, wall time minus outage time). In a `stall` window arrivals
+//! queue as usual. In a `drop` window (radio link failure) the queue and the packet in
+//! transit are flushed at the window start, and every arrival in the window is lost; both
+//! go to the drop queue ([`Link::pop_drop`]) and are counted in
+//! [`LinkStats::drops_outage`]. [`Link::capacity_bytes`] counts nothing inside windows.
 
 use std::collections::VecDeque;
 
-use cellcc_units::Time;
+use cellcc_units::{Dur, Time};
 
+use crate::impair::{OutageKind, Outages};
 use crate::queue::{Discipline, DropReason, DroppedPacket, PacketQueue, QueueSpec, Queued};
 use crate::service::{LinkConfigError, LinkService, Opportunities, Serializer};
 use crate::trace::OPPORTUNITY_BYTES;
@@ -50,6 +61,8 @@ pub struct Departure<T> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use = "a dropped item is handed back and would otherwise be lost silently"]
 pub enum EnqueueResult<T> {
+    /// Taken by the link: it will depart, or appear in [`Link::pop_drop`] (drop-head,
+    /// AQM, or an arrival during a `drop` outage, which is lost at once).
     Accepted,
     /// Refused and handed back: `QueueFull` (drop-tail limit), or `TooBig` when `ip_len`
     /// exceeds [`Link::max_ip_len`]. [`LinkStats`] counts the two separately. Drop-head
@@ -69,7 +82,17 @@ pub struct LinkStats {
     pub drops_queue_full: u64,
     pub drops_head: u64,
     pub drops_too_big: u64,
-    /// Trace links: opportunities elapsed, used or not. Always 0 on constant links.
+    /// Packets dropped by CoDel (at dequeue) or PIE (random early drop at arrival);
+    /// each also appears in [`Link::pop_drop`].
+    #[serde(default)]
+    pub drops_aqm: u64,
+    /// Packets lost to `drop` outages: flushed at the window start or arriving inside
+    /// it. Each also appears in [`Link::pop_drop`]. Bytes of a flushed packet already
+    /// sent on a trace link count as carried in the `wasted_bytes` balance below.
+    #[serde(default)]
+    pub drops_outage: u64,
+    /// Trace links: opportunities elapsed outside outages, used or not. Always 0 on
+    /// constant links.
     pub opportunities: u64,
     /// Trace links: opportunities that carried at least one byte.
     pub opportunities_used: u64,
@@ -77,6 +100,9 @@ pub struct LinkStats {
     /// `opportunities × 1504 = wasted_bytes + bytes carried`, where bytes carried are the
     /// charged bytes departed plus the part already sent of the packet in transit.
     pub wasted_bytes: u64,
+    /// Trace links: opportunities that fell inside an outage and were never offered.
+    #[serde(default)]
+    pub opportunities_in_outage: u64,
 }
 
 /// A packet part-way through a trace link.
@@ -107,7 +133,23 @@ pub struct Link<T> {
     departures: VecDeque<Departure<T>>,
     drops: VecDeque<DroppedPacket<T>>,
     stats: LinkStats,
+    outages: OutageState,
 }
+
+/// The link's outage windows and how far their `drop` flushes have been applied.
+#[derive(Debug, Default)]
+struct OutageState {
+    schedule: Outages,
+    /// Index in `schedule` of the first window whose start has not been processed.
+    next_start: usize,
+}
+
+/// The reason given to packets lost to a `drop` outage.
+///
+/// `DropReason` has no outage variant yet (adding one is a change to `queue.rs` and to
+/// every exhaustive match on it); until it does, these drops carry `QueueFull` and are
+/// told apart by [`LinkStats::drops_outage`], which counts them alone.
+const OUTAGE_DROP: DropReason = DropReason::QueueFull;
 
 impl<T> Link<T> {
     /// Builds a link.
@@ -121,9 +163,24 @@ impl<T> Link<T> {
         Self::try_new(service, queue).unwrap_or_else(|e| panic!("invalid link configuration: {e}"))
     }
 
+    /// Builds a link whose queue, if it draws random numbers (PIE), uses the fixed seed
+    /// [`Link::DEFAULT_QUEUE_SEED`]; see [`Link::try_with_seed`].
     pub fn try_new(service: LinkService, queue: QueueSpec) -> Result<Self, LinkConfigError> {
+        Self::try_with_seed(service, queue, Self::DEFAULT_QUEUE_SEED)
+    }
+
+    /// Seed of the queue's random stream for [`Link::new`] and [`Link::try_new`].
+    pub const DEFAULT_QUEUE_SEED: u64 = 0;
+
+    /// Builds a link whose queue draws its random decisions (PIE's early drops) from a
+    /// ChaCha8 stream seeded with `seed`: the same seed gives the same drops.
+    pub fn try_with_seed(
+        service: LinkService,
+        queue: QueueSpec,
+        seed: u64,
+    ) -> Result<Self, LinkConfigError> {
         service.validate()?;
-        let queue = queue.build()?;
+        let queue = queue.build(seed)?;
         let engine = match &service {
             LinkService::Trace { trace, mode } => Engine::Trace {
                 opportunities: Opportunities::new(trace.clone(), *mode),
@@ -141,7 +198,21 @@ impl<T> Link<T> {
             departures: VecDeque::new(),
             drops: VecDeque::new(),
             stats: LinkStats::default(),
+            outages: OutageState::default(),
         })
+    }
+
+    /// Sets the link's outage windows (see the module docs). Call before the first
+    /// packet: windows are applied from the current time on.
+    pub fn set_outages(&mut self, outages: Outages) {
+        self.outages = OutageState {
+            schedule: outages,
+            next_start: 0,
+        };
+    }
+
+    pub fn outages(&self) -> &Outages {
+        &self.outages.schedule
     }
 
     pub fn service(&self) -> &LinkService {
@@ -160,6 +231,23 @@ impl<T> Link<T> {
     /// packet to the queue. The link charges `ip_len` plus its framing bytes.
     pub fn enqueue(&mut self, now: Time, item: T, ip_len: u32) -> EnqueueResult<T> {
         self.advance(now);
+        if self
+            .outages
+            .schedule
+            .containing(now)
+            .is_some_and(|w| w.kind == OutageKind::Drop)
+        {
+            // No radio link: the arrival is lost.
+            self.stats.drops_outage += 1;
+            self.drops.push_back(DroppedPacket {
+                item,
+                ip_len,
+                enqueued_at: now,
+                at: now,
+                reason: OUTAGE_DROP,
+            });
+            return EnqueueResult::Accepted;
+        }
         let max = self.service.max_charged_bytes();
         let charged = ip_len
             .checked_add(self.service.framing_bytes())
@@ -180,13 +268,6 @@ impl<T> Link<T> {
             return EnqueueResult::Dropped(rejected.item);
         }
         self.stats.packets_accepted += 1;
-        for drop in self.drops.range(drops_before..) {
-            match drop.reason {
-                DropReason::HeadDrop => self.stats.drops_head += 1,
-                DropReason::QueueFull => self.stats.drops_queue_full += 1,
-                DropReason::TooBig => self.stats.drops_too_big += 1,
-            }
-        }
         if let Engine::Constant {
             serializer,
             in_transit: in_transit @ None,
@@ -194,30 +275,113 @@ impl<T> Link<T> {
         {
             // An idle serialiser starts at once; `advance(now)` left nothing due.
             if let Some(next) = self.queue.dequeue(now, &mut self.drops) {
-                let finish = serializer.start(now, next.charged_bytes);
+                let finish = start_sending(serializer, &self.outages.schedule, now, &next);
                 *in_transit = Some((next, finish));
             }
         }
+        // Drop-head and AQM drops made by this arrival (and by the dequeue above).
+        self.count_drops(drops_before);
         EnqueueResult::Accepted
     }
 
     /// Serves every opportunity (trace) or finishes every transmission (constant) at or
-    /// before `now`, appending departures in order.
+    /// before `now`, appending departures in order; applies the flush of every `drop`
+    /// outage that has begun, in time order with the service.
     pub fn advance(&mut self, now: Time) {
+        while let Some(start) = self.take_window_start(now) {
+            // Service strictly before the window, then the flush at its start.
+            if let Some(before) = start.as_ns().checked_sub(1) {
+                self.serve(Time::from_ns(before));
+            }
+            self.flush_for_outage(start);
+        }
+        self.serve(now);
+    }
+
+    /// The start of the next `drop` window beginning at or before `now` whose flush is
+    /// still to do; marks it done.
+    fn take_window_start(&mut self, now: Time) -> Option<Time> {
+        let windows = self.outages.schedule.windows();
+        while let Some(w) = windows.get(self.outages.next_start) {
+            if w.start > now {
+                return None;
+            }
+            self.outages.next_start += 1;
+            if w.kind == OutageKind::Drop {
+                return Some(w.start);
+            }
+        }
+        None
+    }
+
+    /// Start of the next `drop` window whose flush is still to do.
+    fn pending_flush(&self) -> Option<Time> {
+        self.outages.schedule.windows()[self.outages.next_start..]
+            .iter()
+            .find(|w| w.kind == OutageKind::Drop)
+            .map(|w| w.start)
+    }
+
+    /// A radio link failure at `at`: the packet in transit and every queued packet are
+    /// lost.
+    fn flush_for_outage(&mut self, at: Time) {
+        let mut lost: Vec<Queued<T>> = Vec::new();
+        match &mut self.engine {
+            Engine::Trace { in_transit, .. } => lost.extend(in_transit.take().map(|p| p.packet)),
+            Engine::Constant {
+                serializer,
+                in_transit,
+            } => {
+                if let Some((packet, _)) = in_transit.take() {
+                    lost.push(packet);
+                    serializer.abort(self.outages.schedule.service_time_at(at));
+                }
+            }
+        }
+        // Dequeuing through the discipline keeps its state consistent; an AQM may drop
+        // some of these itself (counted as AQM drops).
+        let drops_before = self.drops.len();
+        while let Some(packet) = self.queue.dequeue(at, &mut self.drops) {
+            lost.push(packet);
+        }
+        self.count_drops(drops_before);
+        self.stats.drops_outage += lost.len() as u64;
+        self.drops.extend(lost.into_iter().map(|p| DroppedPacket {
+            item: p.item,
+            ip_len: p.ip_len,
+            enqueued_at: p.enqueued_at,
+            at,
+            reason: OUTAGE_DROP,
+        }));
+    }
+
+    /// [`Link::advance`] without outage flushes: the service up to `now`.
+    fn serve(&mut self, now: Time) {
+        let drops_before = self.drops.len();
+        let outages = &self.outages.schedule;
         match &mut self.engine {
             Engine::Trace {
                 opportunities,
                 in_transit,
             } => {
                 while let Some(at) = opportunities.next_at().filter(|&at| at <= now) {
+                    if let Some(w) = outages.containing(at) {
+                        // No service in an outage: its opportunities are never offered.
+                        let through = now.min(w.end - Dur::from_ns(1));
+                        self.stats.opportunities_in_outage += opportunities.skip_through(through);
+                        continue;
+                    }
                     if in_transit.is_none() && self.queue.is_empty() {
                         // Nothing to send until the next arrival: every opportunity up
-                        // to `now` is wasted whole.
-                        let skipped = opportunities.skip_through(now);
+                        // to `now` (or to the next outage) is wasted whole.
+                        let through = outages
+                            .next_start_after(at)
+                            .map_or(now, |s| now.min(s - Dur::from_ns(1)));
+                        let skipped = opportunities.skip_through(through);
                         self.stats.opportunities += skipped;
                         self.stats.wasted_bytes +=
                             skipped.saturating_mul(u64::from(OPPORTUNITY_BYTES));
-                        break;
+                        continue;
                     }
                     serve_opportunity(
                         at,
@@ -239,10 +403,24 @@ impl<T> Link<T> {
                     depart(packet, finish, &mut self.departures, &mut self.stats);
                     if let Some(next) = self.queue.dequeue(finish, &mut self.drops) {
                         let start = next.enqueued_at.max(finish);
-                        let next_finish = serializer.start(start, next.charged_bytes);
+                        let next_finish = start_sending(serializer, outages, start, &next);
                         *in_transit = Some((next, next_finish));
                     }
                 }
+            }
+        }
+        // Drops made while dequeuing (CoDel).
+        self.count_drops(drops_before);
+    }
+
+    /// Counts, by reason, the drops appended to the outbox since it held `from`.
+    fn count_drops(&mut self, from: usize) {
+        for drop in self.drops.range(from..) {
+            match drop.reason {
+                DropReason::HeadDrop => self.stats.drops_head += 1,
+                DropReason::QueueFull => self.stats.drops_queue_full += 1,
+                DropReason::TooBig => self.stats.drops_too_big += 1,
+                DropReason::Aqm => self.stats.drops_aqm += 1,
             }
         }
     }
@@ -252,7 +430,7 @@ impl<T> Link<T> {
         self.departures.pop_front()
     }
 
-    /// The next packet dropped after acceptance (drop-head), in drop order. Refused
+    /// The next packet dropped after acceptance (drop-head, AQM), in drop order. Refused
     /// arrivals are returned by [`Link::enqueue`] and do not appear here.
     pub fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
         self.drops.pop_front()
@@ -261,20 +439,23 @@ impl<T> Link<T> {
     /// When [`Link::advance`] will next produce a departure: the next opportunity while a
     /// packet is queued or in transit (on a trace link every such opportunity completes
     /// at least one packet, since no packet exceeds one opportunity), or the current
-    /// transmission's finish time. `None` when idle, or when a `Once` trace has ended.
+    /// transmission's finish time; opportunities inside outages are skipped, and the
+    /// start of a `drop` outage is a wake-up while the link holds packets. `None` when
+    /// idle, or when a `Once` trace has ended.
     pub fn next_wakeup(&self) -> Option<Time> {
-        match &self.engine {
-            Engine::Trace {
-                opportunities,
-                in_transit,
-            } => {
-                if in_transit.is_some() || !self.queue.is_empty() {
-                    opportunities.next_at()
-                } else {
-                    None
-                }
+        let holding = self.has_packet_in_transit() || !self.queue.is_empty();
+        let departure = match &self.engine {
+            Engine::Trace { opportunities, .. } if holding => {
+                opportunities.next_outside(&self.outages.schedule)
             }
+            Engine::Trace { .. } => None,
             Engine::Constant { in_transit, .. } => in_transit.as_ref().map(|(_, finish)| *finish),
+        };
+        // A `drop` outage flushes what the link holds at its start.
+        let flush = self.pending_flush().filter(|_| holding);
+        match (departure, flush) {
+            (Some(d), Some(f)) => Some(d.min(f)),
+            (d, f) => d.or(f),
         }
     }
 
@@ -299,14 +480,28 @@ impl<T> Link<T> {
     }
 
     /// Bytes the link offers in `[from, to)`, used or not: 1504 per opportunity on a
-    /// trace link, rate × duration on a constant-rate link.
+    /// trace link, rate × duration on a constant-rate link; nothing inside outages.
     pub fn capacity_bytes(&self, from: Time, to: Time) -> u64 {
-        self.service.capacity_bytes(from, to)
+        self.service
+            .capacity_bytes_outside(from, to, &self.outages.schedule)
     }
 
     pub fn stats(&self) -> &LinkStats {
         &self.stats
     }
+}
+
+/// Starts `packet` on a constant-rate link at wall time `start`; returns its finish time.
+/// The serialiser runs on service time, so an outage in between pushes the finish back
+/// by the outage's length.
+fn start_sending<T>(
+    serializer: &mut Serializer,
+    outages: &Outages,
+    start: Time,
+    packet: &Queued<T>,
+) -> Time {
+    let finish = serializer.start(outages.service_time_at(start), packet.charged_bytes);
+    outages.wall_time_at(finish)
 }
 
 /// One opportunity of a trace link at time `at` (Mahimahi `rationalize`, inner loop).

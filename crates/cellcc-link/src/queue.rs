@@ -12,17 +12,24 @@
 //! * `droptail`: an arrival is rejected if, with it, a limit would be exceeded.
 //! * `drophead`: the arrival is accepted, then packets are dropped from the head until
 //!   the queue is within its limits (the arrival itself goes if it alone is too big).
+//! * `codel` and `pie`: active queue management (module `aqm`), RFC 8289 / RFC 8033 or
+//!   Mahimahi's variants, with optional drop-tail limits. Their drops are reported with
+//!   [`DropReason::Aqm`].
 //!
 //! Differences from Mahimahi:
 //! 1. A limit of 0 is an error here; Mahimahi reads `packets=0` as "no packet limit".
+//! 2. `codel` and `pie` take defaults for their parameters and need no limit; Mahimahi
+//!    requires `target`/`interval` (`qdelay_ref`/`max_burst`) and a limit.
 //!
-//! New disciplines (CoDel, PIE) implement [`PacketQueue`] and get a variant in the
-//! private `Discipline` enum that the link holds.
+//! A discipline implements [`PacketQueue`] and gets a variant in the private
+//! `Discipline` enum that the link holds.
 
 use std::collections::VecDeque;
 use std::fmt;
 
 use cellcc_units::Time;
+
+use crate::aqm::{AqmConfigError, Codel, CodelConfig, Pie, PieConfig};
 
 /// A packet waiting in a queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,9 +52,12 @@ pub enum DropReason {
     HeadDrop,
     /// Charged size larger than one delivery opportunity (Mahimahi aborts on these).
     TooBig,
+    /// Dropped by active queue management: CoDel at dequeue, PIE's random early drop
+    /// at arrival.
+    Aqm,
 }
 
-/// A packet the link dropped after accepting it (drop-head, and AQM drops later).
+/// A packet the link dropped after accepting it (drop-head, AQM).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DroppedPacket<T> {
     pub item: T,
@@ -81,6 +91,12 @@ pub enum QueueSpec {
         #[serde(default)]
         bytes: Option<u64>,
     },
+    /// CoDel (RFC 8289) or Mahimahi's `codel`: drops at dequeue once the sojourn time has
+    /// stayed above target for an interval.
+    Codel(CodelConfig),
+    /// PIE (RFC 8033) or Mahimahi's `pie`: random early drops at arrival with a
+    /// probability steered to a target queueing delay.
+    Pie(PieConfig),
 }
 
 /// An unusable [`QueueSpec`].
@@ -93,15 +109,21 @@ pub enum QueueSpecError {
         discipline: &'static str,
         limit: &'static str,
     },
+    /// A bad CoDel or PIE parameter, e.g. `codel: interval_ms must be > 0`.
+    #[error(transparent)]
+    Aqm(#[from] AqmConfigError),
 }
 
 impl QueueSpec {
-    /// Checks that droptail/drophead have at least one limit, and no limit is 0.
+    /// Checks that droptail/drophead have at least one limit, that no limit is 0, and
+    /// CoDel's and PIE's parameters.
     pub fn validate(&self) -> Result<(), QueueSpecError> {
         let (discipline, packets, bytes) = match *self {
             QueueSpec::Infinite => return Ok(()),
             QueueSpec::DropTail { packets, bytes } => ("droptail", packets, bytes),
             QueueSpec::DropHead { packets, bytes } => ("drophead", packets, bytes),
+            QueueSpec::Codel(config) => return Ok(config.validate()?),
+            QueueSpec::Pie(config) => return Ok(config.validate()?),
         };
         if packets.is_none() && bytes.is_none() {
             return Err(QueueSpecError::NoLimit { discipline });
@@ -121,7 +143,9 @@ impl QueueSpec {
         Ok(())
     }
 
-    pub(crate) fn build<T>(&self) -> Result<Discipline<T>, QueueSpecError> {
+    /// Builds the discipline; `seed` keys the random stream of disciplines that draw
+    /// (PIE) and is ignored by the others.
+    pub(crate) fn build<T>(&self, seed: u64) -> Result<Discipline<T>, QueueSpecError> {
         self.validate()?;
         let fifo = match *self {
             QueueSpec::Infinite => Fifo::new(Limits::NONE, Overflow::Reject),
@@ -131,18 +155,26 @@ impl QueueSpec {
             QueueSpec::DropHead { packets, bytes } => {
                 Fifo::new(Limits { packets, bytes }, Overflow::DropHead)
             }
+            QueueSpec::Codel(config) => return Ok(Discipline::Codel(Codel::new(config)?)),
+            QueueSpec::Pie(config) => {
+                return Ok(Discipline::Pie(Box::new(Pie::new(config, seed)?)))
+            }
         };
         Ok(Discipline::Fifo(fifo))
     }
 }
 
 impl fmt::Display for QueueSpec {
-    /// Mahimahi's command-line spelling, e.g. `droptail packets=100, bytes=150000`.
+    /// Mahimahi's command-line spelling, e.g. `droptail packets=100, bytes=150000` or
+    /// `codel target=5, interval=100, packets=1000` (see [`CodelConfig`] and
+    /// [`PieConfig`] for what the AQMs add).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (name, packets, bytes) = match *self {
+        let (name, packets, bytes) = match self {
             QueueSpec::Infinite => return f.write_str("infinite"),
-            QueueSpec::DropTail { packets, bytes } => ("droptail", packets, bytes),
-            QueueSpec::DropHead { packets, bytes } => ("drophead", packets, bytes),
+            QueueSpec::DropTail { packets, bytes } => ("droptail", *packets, *bytes),
+            QueueSpec::DropHead { packets, bytes } => ("drophead", *packets, *bytes),
+            QueueSpec::Codel(config) => return config.fmt(f),
+            QueueSpec::Pie(config) => return config.fmt(f),
         };
         f.write_str(name)?;
         let mut sep = " ";
@@ -231,10 +263,19 @@ impl<T> Fifo<T> {
         }
     }
 
-    fn pop_front(&mut self) -> Option<Queued<T>> {
+    pub(crate) fn pop_front(&mut self) -> Option<Queued<T>> {
         let packet = self.packets.pop_front()?;
         self.bytes -= u64::from(packet.charged_bytes);
         Some(packet)
+    }
+
+    /// Whether an arrival of `charged_bytes` is within the limits (what a drop-tail
+    /// `enqueue` accepts).
+    pub(crate) fn fits(&self, charged_bytes: u32) -> bool {
+        self.limits.allow(
+            self.packets.len() as u64 + 1,
+            self.bytes + u64::from(charged_bytes),
+        )
     }
 }
 
@@ -248,10 +289,7 @@ impl<T> PacketQueue<T> for Fifo<T> {
         let size = u64::from(packet.charged_bytes);
         match self.overflow {
             Overflow::Reject => {
-                if !self
-                    .limits
-                    .allow(self.packets.len() as u64 + 1, self.bytes + size)
-                {
+                if !self.fits(packet.charged_bytes) {
                     return Err(packet);
                 }
                 self.bytes += size;
@@ -300,6 +338,9 @@ impl<T> PacketQueue<T> for Fifo<T> {
 #[derive(Clone, Debug)]
 pub(crate) enum Discipline<T> {
     Fifo(Fifo<T>),
+    Codel(Codel<T>),
+    /// Boxed: its random generator makes it several times larger than the others.
+    Pie(Box<Pie<T>>),
 }
 
 impl<T> PacketQueue<T> for Discipline<T> {
@@ -311,21 +352,29 @@ impl<T> PacketQueue<T> for Discipline<T> {
     ) -> Result<(), Queued<T>> {
         match self {
             Discipline::Fifo(q) => q.enqueue(now, packet, drops),
+            Discipline::Codel(q) => q.enqueue(now, packet, drops),
+            Discipline::Pie(q) => q.enqueue(now, packet, drops),
         }
     }
     fn dequeue(&mut self, now: Time, drops: &mut VecDeque<DroppedPacket<T>>) -> Option<Queued<T>> {
         match self {
             Discipline::Fifo(q) => q.dequeue(now, drops),
+            Discipline::Codel(q) => q.dequeue(now, drops),
+            Discipline::Pie(q) => q.dequeue(now, drops),
         }
     }
     fn len_packets(&self) -> usize {
         match self {
             Discipline::Fifo(q) => q.len_packets(),
+            Discipline::Codel(q) => q.len_packets(),
+            Discipline::Pie(q) => q.len_packets(),
         }
     }
     fn len_bytes(&self) -> u64 {
         match self {
             Discipline::Fifo(q) => q.len_bytes(),
+            Discipline::Codel(q) => q.len_bytes(),
+            Discipline::Pie(q) => q.len_bytes(),
         }
     }
 }

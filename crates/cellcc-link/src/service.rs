@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use cellcc_units::{Bandwidth, Dur, Time, NS_PER_S};
 
+use crate::impair::Outages;
 use crate::queue::QueueSpecError;
 use crate::trace::{Position, Trace, OPPORTUNITY_BYTES};
 
@@ -97,16 +98,31 @@ impl LinkService {
     /// Bytes the link could carry in `[from, to)`: [`OPPORTUNITY_BYTES`] per opportunity,
     /// or rate × duration. Independent of traffic, so usable for utilisation.
     pub fn capacity_bytes(&self, from: Time, to: Time) -> u64 {
+        self.capacity_bytes_outside(from, to, &Outages::none())
+    }
+
+    /// [`LinkService::capacity_bytes`] with nothing offered inside `outages`: their
+    /// opportunities are not counted, and a constant-rate link counts only the time
+    /// outside them.
+    pub fn capacity_bytes_outside(&self, from: Time, to: Time, outages: &Outages) -> u64 {
         if to <= from {
             return 0;
         }
         match self {
             LinkService::Trace { trace, mode } => {
                 let before = |t| trace.ordinal(trace.first_at_or_after(t), *mode);
-                let count = before(to) - before(from);
-                u64::try_from(count * u128::from(OPPORTUNITY_BYTES)).unwrap_or(u64::MAX)
+                let count = |a, b| before(b) - before(a);
+                let down: u128 = outages
+                    .overlapping(from, to)
+                    .iter()
+                    .map(|w| count(w.start.max(from), w.end.min(to)))
+                    .sum();
+                let opportunities = count(from, to) - down;
+                u64::try_from(opportunities * u128::from(OPPORTUNITY_BYTES)).unwrap_or(u64::MAX)
             }
-            LinkService::Constant { rate, .. } => rate.bytes_in(to - from),
+            LinkService::Constant { rate, .. } => {
+                rate.bytes_in((to - from) - outages.down_time_in(from, to))
+            }
         }
     }
 }
@@ -172,6 +188,20 @@ impl Opportunities {
         self.move_to(target);
         u64::try_from(skipped).unwrap_or(u64::MAX)
     }
+
+    /// The next opportunity that is not inside an outage (`None` past the end of a `Once`
+    /// trace).
+    pub fn next_outside(&self, outages: &Outages) -> Option<Time> {
+        let mut at = self.next_at?;
+        while let Some(w) = outages.containing(at) {
+            let pos = self.trace.first_at_or_after(w.end);
+            at = match self.mode {
+                TraceMode::Once if pos.cycle > 0 => return None,
+                _ => self.trace.time_of(pos)?,
+            };
+        }
+        Some(at)
+    }
 }
 
 /// Finish times on a constant-rate link.
@@ -216,6 +246,14 @@ impl Serializer {
             .epoch
             .saturating_add(Dur(u64::try_from(ns).unwrap_or(u64::MAX)));
         self.last_finish
+    }
+
+    /// Abandons the packet on the wire at `at` (a `drop` outage): the link is idle from
+    /// `at`, and the next packet starts a new busy period.
+    pub fn abort(&mut self, at: Time) {
+        self.epoch = at;
+        self.bits_since_epoch = 0;
+        self.last_finish = at;
     }
 }
 

@@ -62,6 +62,9 @@ impl Reference {
             QueueSpec::DropTail { packets, bytes } | QueueSpec::DropHead { packets, bytes } => {
                 (packets, bytes)
             }
+            QueueSpec::Codel(_) | QueueSpec::Pie(_) => {
+                unreachable!("queue_strategy generates FIFO disciplines only")
+            }
         };
         p_lim.is_some_and(|l| packets > l) || b_lim.is_some_and(|l| bytes > l)
     }

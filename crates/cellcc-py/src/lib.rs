@@ -8,10 +8,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
+use cellcc_link::synth::{self, SynthConfig};
 use cellcc_link::Trace;
 use cellcc_sim::{Scenario, ScenarioError, Simulation};
 
@@ -130,6 +131,35 @@ fn trace_info(py: Python<'_>, path: &str) -> PyResult<Py<PyAny>> {
     to_py(py, &value)
 }
 
+/// Timestamps (ms) of a Mahimahi trace as little-endian `u32`s, one per line.
+#[pyfunction]
+fn trace_timestamps<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
+    let trace =
+        Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
+    Ok(PyBytes::new(py, &le_bytes(trace.timestamps_ms())))
+}
+
+/// A synthetic trace (`cellcc_link::synth`) from its configuration as JSON text: the
+/// timestamps (ms) as little-endian `u32`s. Configuration errors raise `ValueError`
+/// naming the key.
+#[pyfunction]
+fn synth_trace<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    seed: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let config: SynthConfig =
+        serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let trace = py
+        .detach(|| synth::generate(&config, seed))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(PyBytes::new(py, &le_bytes(trace.timestamps_ms())))
+}
+
+fn le_bytes(timestamps: &[u32]) -> Vec<u8> {
+    timestamps.iter().flat_map(|t| t.to_le_bytes()).collect()
+}
+
 /// Names of the congestion controls the simulator knows.
 #[pyfunction]
 fn schemes() -> Vec<&'static str> {
@@ -146,6 +176,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_timestamps, m)?)?;
+    m.add_function(wrap_pyfunction!(synth_trace, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! keys and wrong types are errors naming the key) and builds a fresh controller.
 
 use cellcc_congestion::bbr::{Bbr, BbrConfig};
+use cellcc_congestion::c2tcp::{C2tcp, C2tcpConfig, C2tcpConfigError, C2tcpIfipConfig};
 use cellcc_congestion::cubic::{Cubic, CubicConfig};
 use cellcc_congestion::reno::NewReno;
 use cellcc_congestion::CongestionControl;
@@ -35,6 +36,34 @@ pub const SCHEMES: &[SchemeInfo] = &[
     SchemeInfo {
         name: "bbr",
         description: "BBR v1 (Linux tcp_bbr.c)",
+    },
+    SchemeInfo {
+        name: "c2tcp",
+        description: "C2TCP (JSAC 2019: Setpoint = alpha x min RTT, Tuner to a Target) over CUBIC or NewReno",
+    },
+    SchemeInfo {
+        name: "c2tcp-ifip",
+        description: "C2TCP (IFIP Networking 2018: absolute Target and Interval) over CUBIC or NewReno",
+    },
+    SchemeInfo {
+        name: "proprate",
+        description: "PropRate (CoNEXT 2017): rate-based buffer regulation to a target buffer delay t_buff_ms",
+    },
+    SchemeInfo {
+        name: "proprate-l",
+        description: "PropRate PR(L): t_buff_ms = 20",
+    },
+    SchemeInfo {
+        name: "proprate-m",
+        description: "PropRate PR(M): t_buff_ms = 40",
+    },
+    SchemeInfo {
+        name: "proprate-h",
+        description: "PropRate PR(H): t_buff_ms = 80",
+    },
+    SchemeInfo {
+        name: "cesar",
+        description: "César: scheduling-unit estimation and step-wise cwnd, BBR fallback",
     },
 ];
 
@@ -91,6 +120,63 @@ pub fn build(
                 cfg.cycle_seed = flow_seed;
             }
             Ok(Box::new(Bbr::new(cfg)))
+        }
+        "c2tcp" | "c2tcp-ifip" => {
+            let named = |e: C2tcpConfigError| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            };
+            if name == "c2tcp" {
+                let cfg = config::<C2tcpConfig>(params)?;
+                cfg.validate().map_err(named)?;
+                Ok(Box::new(C2tcp::new(cfg)))
+            } else {
+                let cfg = config::<C2tcpIfipConfig>(params)?;
+                cfg.validate().map_err(named)?;
+                Ok(Box::new(C2tcp::ifip(cfg)))
+            }
+        }
+        "proprate" | "proprate-l" | "proprate-m" | "proprate-h" => {
+            use cellcc_congestion::proprate::{self as pr, PropRate, PropRateConfig};
+            let mut cfg = config::<PropRateConfig>(params)?;
+            let preset = match name {
+                "proprate-l" => Some(pr::PRESET_L_MS),
+                "proprate-m" => Some(pr::PRESET_M_MS),
+                "proprate-h" => Some(pr::PRESET_H_MS),
+                _ => None,
+            };
+            if let Some(t_buff_ms) = preset {
+                if params.contains_key("t_buff_ms") {
+                    return Err(SchemeError {
+                        key: "params.t_buff_ms".into(),
+                        message: format!(
+                            "{name} fixes t_buff_ms = {t_buff_ms}; use scheme \"proprate\" to choose it"
+                        ),
+                    });
+                }
+                cfg.t_buff_ms = t_buff_ms;
+            }
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(PropRate::new(cfg)))
+        }
+        "cesar" => {
+            use cellcc_congestion::cesar::{Cesar, CesarConfig};
+            let mut cfg = config::<CesarConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            let seeded = params
+                .get("bbr")
+                .and_then(|b| b.as_table())
+                .is_some_and(|b| b.contains_key("cycle_seed"));
+            if !seeded {
+                cfg.bbr.cycle_seed = flow_seed;
+            }
+            Ok(Box::new(Cesar::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),

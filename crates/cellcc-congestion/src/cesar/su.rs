@@ -1,0 +1,454 @@
+//! Scheduling-unit (SU) estimation from ACK inter-arrival gaps (César §IV-B, §IV-C).
+//!
+//! The sender sees ACKs in bursts: the ACKs of one *set* (packets served by the same
+//! downlink resources and sent back on the same uplink grant) arrive almost together,
+//! and consecutive sets are a multiple of the scheduling unit apart. The gaps between
+//! consecutive ACKs therefore form horizontal "lines" (Fig. 6): one near 0 ms (inside a
+//! set) and others at SU, 2·SU, ... (between sets, more than one SU when a grant is
+//! skipped). A path whose bottleneck is not a scheduled cellular link shows no such
+//! lines, and César falls back to BBR (§IV-A).
+//!
+//! Both rules below read one histogram of gaps in 0.5 ms bins over 0–20 ms
+//! (`LINE_MARGIN` = 500 µs, `MAX_PATTERN_COUNT` = 40 bins; longer gaps are ignored)
+//! and decide once every `decision_gaps` (250) counted gaps, then start over.
+//!
+//! **Paper rule** (default; the paper gives the idea, the thresholds are ours):
+//! ```text
+//! near-0 gaps  Z = gaps < 1 ms (inside a set);   set gaps M = the others
+//! peak         the 1.5 ms window (three bins, gaps >= 2 ms) holding most set gaps
+//! SU           mean gap in the smallest strong window (>= half the peak, a local
+//!              maximum) whose multiple the peak is, else the mean gap in the peak
+//! pattern iff  >= 8 gaps within 0.5 ms of SU itself,
+//!              >= 75 % of the set gaps within 0.5 ms of a multiple of SU, and
+//!              "multiple lines": Z >= 10 % of all gaps (bursts), or a second
+//!              multiple (2·SU, 3·SU, ...) holding >= 10 % of the set gaps
+//! ```
+//! Evenly spaced ACKs give one line (all near 0, or all at the spacing) and random gaps
+//! fail the 75 % test, so both select BBR. A decision waits for 32 set gaps (up to
+//! 16 × `decision_gaps` gaps in all), so large bursts at high rates do not starve it.
+//!
+//! **Module rule** (`fidelity = "module"`): the reference module's dominant-peak and
+//! harmonic heuristic. Each gap adds one to its bin and the next (bin j counts gaps in
+//! `[(j-1)/2, (j+1)/2)` ms); bins 0, 1, 2 and 4 are cleared (gaps under 2.5 ms never
+//! form an SU); three peaks are taken among bins 5–39, each clearing ±4 bins; if the top
+//! holds at least 8 the SU is its centre, corrected to 2.5 ms or 5 ms when half as many
+//! gaps sit at half the period, and snapped from 4.5 to 5 ms and 7.5 to 8 ms; weaker
+//! histograms fall back to BBR unless the two top peaks are harmonics. Evenly spaced
+//! ACKs 2–20 ms apart are (wrongly) read as a pattern.
+
+use crate::{Dur, Time};
+
+/// Histogram bin width (`LINE_MARGIN`, 500 µs).
+pub(super) const BIN: Dur = Dur::from_us(500);
+/// Number of bins (`MAX_PATTERN_COUNT`): gaps of 20 ms or more are ignored.
+pub(super) const BINS: usize = 40;
+/// Counted gaps per decision (`PATTERN_DECISON_PERIOD`).
+pub(super) const DECISION_GAPS: u32 = 250;
+/// Smallest decision period accepted by the configuration.
+pub(super) const MIN_DECISION_GAPS: u32 = 32;
+/// The SU before any decision, and after a module-rule fallback (`INITIAL_SU`, 5 ms).
+pub(super) const INITIAL_SU: Dur = Dur::from_ms(5);
+/// Fewest gaps that make a line (the module's top-peak threshold).
+const MIN_LINE: u32 = 8;
+
+// Paper rule (our thresholds, see the module header).
+/// Bins below this are "near 0" gaps inside a set (< 1 ms).
+const NEAR_ZERO_BINS: usize = 2;
+/// Lowest bin an SU window may include (gaps >= 2 ms; the module's smallest SU is 2.5).
+const FIRST_SU_BIN: usize = 4;
+/// A gap is on a line if within this of a multiple of the SU (one bin width).
+const LINE_TOLERANCE: Dur = BIN;
+/// Share of set gaps that must lie on the SU's lines.
+const ON_LINE_MIN_PERCENT: u64 = 75;
+/// Share of all gaps that must be near 0 for the ACKs to count as bursty.
+const BURST_MIN_PERCENT: u64 = 10;
+/// Share of set gaps a second line (a multiple of SU) must hold.
+const SECOND_LINE_MIN_PERCENT: u64 = 10;
+/// Set gaps a decision waits for ...
+const MIN_SET_GAPS: u32 = 32;
+/// ... but at most this many decision periods.
+const MAX_DEFERRAL: u32 = 16;
+
+// Module rule (reference module constants).
+/// Bins the module clears before looking for peaks.
+const MODULE_CLEARED_BINS: [usize; 4] = [0, 1, 2, 4];
+/// First bin a module peak may occupy (2.5 ms).
+const MODULE_FIRST_PEAK_BIN: usize = 5;
+/// Peaks extracted (`MAX_SORTING`).
+const MODULE_PEAKS: usize = 3;
+/// Bins cleared on each side of an extracted peak.
+const MODULE_SUPPRESS_BINS: usize = 4;
+
+/// Outcome of one decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// A cellular scheduling pattern with this scheduling unit.
+    Pattern(Dur),
+    /// No pattern: the bottleneck does not look like a scheduled cellular link.
+    NoPattern,
+    /// Module rule only: too weak to decide; keep the current mode and SU.
+    Unchanged,
+}
+
+/// Which decision rule to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rule {
+    Paper,
+    Module,
+}
+
+/// Collects ACK gaps and decides, every `period` gaps, whether they show a scheduling
+/// pattern and with which SU.
+#[derive(Clone, Debug)]
+pub(super) struct SuEstimator {
+    rule: Rule,
+    period: u32,
+    /// Arrival of the previous ACK that carried an RTT sample (`previous_clock`).
+    prev_ack: Option<Time>,
+    /// Gaps per 0.5 ms bin.
+    count: [u32; BINS],
+    /// Sum of the gaps in each bin, ns (for the mean gap of a line).
+    sum_ns: [u64; BINS],
+    /// Gaps counted since the last decision (`pattern_count`).
+    gaps: u32,
+}
+
+impl SuEstimator {
+    pub fn new(rule: Rule, period: u32) -> Self {
+        SuEstimator {
+            rule,
+            period: period.max(1),
+            prev_ack: None,
+            count: [0; BINS],
+            sum_ns: [0; BINS],
+            gaps: 0,
+        }
+    }
+
+    /// An ACK with an RTT sample arrived at `now`; returns a decision every `period`
+    /// counted gaps.
+    pub fn on_ack(&mut self, now: Time) -> Option<Decision> {
+        let prev = self.prev_ack.replace(now)?;
+        self.on_gap(now.saturating_since(prev))
+    }
+
+    /// Count one gap; gaps of 20 ms or more are not counted.
+    pub fn on_gap(&mut self, gap: Dur) -> Option<Decision> {
+        let bin = (gap.as_ns() / BIN.as_ns()) as usize;
+        if bin >= BINS {
+            return None;
+        }
+        self.count[bin] += 1;
+        self.sum_ns[bin] += gap.as_ns();
+        self.gaps += 1;
+        if self.gaps < self.period {
+            return None;
+        }
+        let decision = match self.rule {
+            Rule::Paper => self.decide_paper()?,
+            Rule::Module => self.decide_module(),
+        };
+        self.count = [0; BINS];
+        self.sum_ns = [0; BINS];
+        self.gaps = 0;
+        Some(decision)
+    }
+
+    /// The paper rule; `None` to keep collecting (too few gaps between sets yet).
+    fn decide_paper(&self) -> Option<Decision> {
+        let all = self.gaps;
+        let near_zero: u32 = self.count[..NEAR_ZERO_BINS].iter().sum();
+        let set_gaps = all - near_zero;
+        if set_gaps < MIN_SET_GAPS && all < self.period.saturating_mul(MAX_DEFERRAL) {
+            return None;
+        }
+        let Some(peak) = self.peak() else {
+            return Some(Decision::NoPattern);
+        };
+        let su = self.fundamental(peak);
+        if su.is_zero() {
+            return Some(Decision::NoPattern);
+        }
+
+        // Gaps on each multiple k·SU (index k), within the line tolerance.
+        let mut on_line = [0u32; BINS + 1];
+        for i in NEAR_ZERO_BINS..BINS {
+            let Some(mean) = self.bin_mean(i) else {
+                continue;
+            };
+            let k = (mean.as_ns() + su.as_ns() / 2) / su.as_ns();
+            let off = mean.as_ns().abs_diff(k * su.as_ns());
+            if k >= 1 && off <= LINE_TOLERANCE.as_ns() {
+                on_line[(k as usize).min(BINS)] += self.count[i];
+            }
+        }
+        let on: u32 = on_line.iter().sum();
+        let pct = |part: u32, whole: u32| u64::from(part) * 100 / u64::from(whole.max(1));
+
+        let first_line = on_line[1] >= MIN_LINE;
+        let concentrated = pct(on, set_gaps) >= ON_LINE_MIN_PERCENT;
+        let bursty = near_zero >= MIN_LINE && pct(near_zero, all) >= BURST_MIN_PERCENT;
+        let second_line = on_line[2..]
+            .iter()
+            .any(|&c| c >= MIN_LINE && pct(c, set_gaps) >= SECOND_LINE_MIN_PERCENT);
+        Some(if first_line && concentrated && (bursty || second_line) {
+            Decision::Pattern(su)
+        } else {
+            Decision::NoPattern
+        })
+    }
+
+    /// Bins of the window centred on bin `j`: `j-1..=j+1`, within `FIRST_SU_BIN..BINS`.
+    fn window(j: usize) -> std::ops::RangeInclusive<usize> {
+        j.saturating_sub(1).max(FIRST_SU_BIN)..=(j + 1).min(BINS - 1)
+    }
+
+    /// Gaps in the window centred on bin `j`.
+    fn weight(&self, j: usize) -> u32 {
+        Self::window(j).map(|i| self.count[i]).sum()
+    }
+
+    /// Mean gap in the window centred on bin `j`.
+    fn window_mean(&self, j: usize) -> Option<Dur> {
+        let (n, sum) = Self::window(j).fold((0u64, 0u64), |(n, s), i| {
+            (n + u64::from(self.count[i]), s + self.sum_ns[i])
+        });
+        (n > 0).then(|| Dur::from_ns(sum / n))
+    }
+
+    fn bin_mean(&self, i: usize) -> Option<Dur> {
+        (self.count[i] > 0).then(|| Dur::from_ns(self.sum_ns[i] / u64::from(self.count[i])))
+    }
+
+    /// The window holding most set gaps (ties: the fuller centre bin, then the shorter
+    /// gap), if it makes a line.
+    fn peak(&self) -> Option<usize> {
+        let mut best: Option<(usize, u32, u32)> = None;
+        for j in FIRST_SU_BIN + 1..BINS {
+            let key = (self.weight(j), self.count[j]);
+            if best.is_none_or(|(_, w, c)| key > (w, c)) {
+                best = Some((j, key.0, key.1));
+            }
+        }
+        best.filter(|&(_, w, _)| w >= MIN_LINE).map(|(j, _, _)| j)
+    }
+
+    /// The smallest strong line whose multiple is the peak ("smallest least common
+    /// multiple of the ACK interval pattern that frequently appears", §IV-C); the mean
+    /// gap in its window is the SU.
+    fn fundamental(&self, peak: usize) -> Dur {
+        let peak_weight = self.weight(peak);
+        let peak_mean = self.window_mean(peak).unwrap_or(Dur::ZERO);
+        for j in FIRST_SU_BIN + 1..peak {
+            let w = self.weight(j);
+            let local_max = w >= self.weight(j - 1) && w >= self.weight(j + 1);
+            if w < MIN_LINE || 2 * w < peak_weight || !local_max {
+                continue;
+            }
+            let Some(su) = self.window_mean(j) else {
+                continue;
+            };
+            let k = (peak_mean.as_ns() + su.as_ns() / 2) / su.as_ns().max(1);
+            if k >= 2 && peak_mean.as_ns().abs_diff(k * su.as_ns()) <= LINE_TOLERANCE.as_ns() {
+                return su;
+            }
+        }
+        peak_mean
+    }
+
+    /// The reference module's decision.
+    fn decide_module(&self) -> Decision {
+        // Triangular histogram: a gap in bin i counts in bins i and i + 1.
+        let mut h = [0u32; BINS];
+        for (j, slot) in h.iter_mut().enumerate() {
+            *slot = self.count[j] + if j > 0 { self.count[j - 1] } else { 0 };
+        }
+        for i in MODULE_CLEARED_BINS {
+            h[i] = 0;
+        }
+        let mut peaks = [(0usize, 0u32); MODULE_PEAKS];
+        for p in &mut peaks {
+            // Largest bin, lowest index on ties; (0, 0) when all are empty.
+            let mut best = (0usize, 0u32);
+            for (j, &v) in h.iter().enumerate().skip(MODULE_FIRST_PEAK_BIN) {
+                if v > best.1 {
+                    best = (j, v);
+                }
+            }
+            *p = best;
+            let lo = best.0.saturating_sub(MODULE_SUPPRESS_BINS);
+            let hi = (best.0 + MODULE_SUPPRESS_BINS).min(BINS - 1);
+            h[lo..=hi].iter_mut().for_each(|v| *v = 0);
+        }
+        let [(i1, v1), (i2, v2), (i3, v3)] = peaks;
+        if v1 >= MIN_LINE {
+            let half = v1 / 2;
+            let mut su_bins = i1;
+            if i1 == 10 && ((i2 == 5 && v2 >= half) || (i3 == 5 && v3 >= half)) {
+                su_bins = 5; // 5 ms line with a strong 2.5 ms line: 2.5 ms
+            }
+            if i1 == 20 && (i2 == 10 || (i3 == 10 && v3 >= half)) {
+                su_bins = 10; // 10 ms line with a 5 ms line: 5 ms
+            }
+            match su_bins {
+                9 => su_bins = 10,  // 4.5 ms -> 5 ms
+                15 => su_bins = 16, // 7.5 ms -> 8 ms
+                _ => {}
+            }
+            return Decision::Pattern(BIN * su_bins as u64);
+        }
+        if v1 == 0 || v2 == 0 {
+            return Decision::NoPattern;
+        }
+        // i2 >= 5 here (v2 > 0), so i2 - 1 is not zero.
+        let harmonic = [i2, i2 + 1, i2 - 1].iter().any(|&d| i1 % d == 0);
+        if harmonic {
+            Decision::Unchanged
+        } else {
+            Decision::NoPattern
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(v: u64) -> Dur {
+        Dur::from_us(v)
+    }
+
+    /// Feed gaps (µs) until the first decision.
+    fn decide(rule: Rule, gaps: impl IntoIterator<Item = u64>) -> Option<Decision> {
+        let mut e = SuEstimator::new(rule, DECISION_GAPS);
+        gaps.into_iter().find_map(|g| e.on_gap(us(g)))
+    }
+
+    /// Sets of `burst` ACKs 30 µs apart, one set every `su_us`, every `skip`-th grant
+    /// missed.
+    fn bursts(su_us: u64, burst: usize, skip: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        for s in 1..400 {
+            let gap = if s % skip == 0 { 2 * su_us } else { su_us };
+            out.push(gap - 30 * (burst as u64 - 1));
+            out.extend(std::iter::repeat_n(30, burst - 1));
+        }
+        out
+    }
+
+    #[test]
+    fn gaps_of_20_ms_or_more_are_not_counted() {
+        let mut e = SuEstimator::new(Rule::Paper, 32);
+        assert_eq!(e.on_ack(Time::from_ms(1)), None, "first ACK: no gap yet");
+        assert_eq!(e.on_ack(Time::from_ms(30)), None);
+        assert_eq!(e.gaps, 0);
+        e.on_ack(Time::from_us(34_999));
+        assert_eq!((e.gaps, e.count[9]), (1, 1), "4.999 ms is bin 9");
+        assert_eq!(e.sum_ns[9], 4_999_000);
+    }
+
+    #[test]
+    fn paper_rule_finds_bursty_patterns() {
+        // 5 ms, 3 ACKs per set: set gaps 4.94 ms, one grant in 10 missed.
+        let d = decide(Rule::Paper, bursts(5000, 3, 10)).unwrap();
+        // Window of bins 9..=11 holds the 4.94 ms gaps; the 9.94 ms gaps are 2·SU.
+        assert_eq!(d, Decision::Pattern(us(4940)));
+        let d = decide(Rule::Paper, bursts(2500, 4, 7)).unwrap();
+        assert_eq!(d, Decision::Pattern(us(2410)));
+        let d = decide(Rule::Paper, bursts(8000, 2, 5)).unwrap();
+        assert_eq!(d, Decision::Pattern(us(7970)));
+    }
+
+    #[test]
+    fn paper_rule_prefers_the_fundamental_over_a_stronger_multiple() {
+        // Single-ACK sets; 2.5 ms grants of which 40 % are used once, 60 % skipped:
+        // gaps 2.5 ms (x 100) and 5.0 ms (x 150). 2.5 holds over half the 5 ms peak.
+        let gaps = (0..250).map(|i| if i % 5 < 2 { 2500 } else { 5000 });
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(2500))));
+        // With 2.5 ms gaps under half the 5 ms line, the SU would be 5 ms; but without
+        // bursts or a second multiple of 5 ms that is a single line: no pattern.
+        let gaps = (0..250).map(|i| if i % 5 == 0 { 2500 } else { 5000 });
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::NoPattern));
+    }
+
+    #[test]
+    fn paper_rule_rejects_even_spacing_and_random_gaps() {
+        for spacing in [300, 1000, 2000, 2500, 5000, 12_000] {
+            assert_eq!(
+                decide(Rule::Paper, std::iter::repeat_n(spacing, 5000)),
+                Some(Decision::NoPattern),
+                "{spacing} µs"
+            );
+        }
+        // Uniform pseudo-random gaps in [0, 10) ms.
+        let mut x: u64 = 12345;
+        let random = std::iter::repeat_with(move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % 10_000
+        });
+        assert_eq!(decide(Rule::Paper, random), Some(Decision::NoPattern));
+    }
+
+    #[test]
+    fn paper_rule_waits_for_enough_set_gaps() {
+        // 40 ACKs per 5 ms set: 250 gaps hold only 6 set gaps, so the decision waits
+        // for the 32nd, which is gap 31 × 40 + 1 = 1241.
+        let mut e = SuEstimator::new(Rule::Paper, DECISION_GAPS);
+        let gaps = bursts(5000, 40, 1000);
+        let (at, d) = gaps
+            .iter()
+            .enumerate()
+            .find_map(|(i, &g)| e.on_gap(us(g)).map(|d| (i, d)))
+            .unwrap();
+        assert_eq!(at + 1, 1241);
+        // The set gap is 5 ms minus the 39 × 30 µs burst.
+        assert_eq!(d, Decision::Pattern(us(3830)));
+        // A stream of near-0 gaps only is decided after 16 periods.
+        let mut e = SuEstimator::new(Rule::Paper, DECISION_GAPS);
+        let at = (0..).position(|_| e.on_gap(us(100)).is_some()).unwrap();
+        assert_eq!(at + 1, 16 * 250);
+    }
+
+    #[test]
+    fn module_rule_reproduces_the_reference_heuristic() {
+        // 5 ms sets: gaps 4.94 ms fall in bin 9, counted in bins 9 and 10; the lowest
+        // index wins the tie (4.5 ms), snapped to 5 ms.
+        let d = decide(Rule::Module, bursts(5000, 3, 10));
+        assert_eq!(d, Some(Decision::Pattern(us(5000))));
+        // 8 ms: bins 15/16 tie, 7.5 snapped to 8 ms.
+        let d = decide(Rule::Module, bursts(8000, 2, 5));
+        assert_eq!(d, Some(Decision::Pattern(us(8000))));
+        // 100 gaps of 2.5 ms and 150 of 5 ms: the 5 ms peak (bin 10, 150) is corrected
+        // to 2.5 ms because bin 5 holds at least half as many (100 >= 75).
+        let gaps = (0..250).map(|i| if i % 5 < 2 { 2500 } else { 5000 });
+        assert_eq!(
+            decide(Rule::Module, gaps),
+            Some(Decision::Pattern(us(2500)))
+        );
+        // Hazard reproduced: evenly spaced ACKs 2 ms apart read as a 2.5 ms pattern.
+        assert_eq!(
+            decide(Rule::Module, std::iter::repeat(2000)),
+            Some(Decision::Pattern(us(2500)))
+        );
+        // All gaps near 0: no peak at all, BBR.
+        assert_eq!(
+            decide(Rule::Module, std::iter::repeat(300)),
+            Some(Decision::NoPattern)
+        );
+    }
+
+    #[test]
+    fn module_rule_weak_histograms() {
+        // 243 near-0 gaps, 4 at 12 ms (bins 24, 25 -> 4) and 3 at 6 ms (bins 12, 13 -> 3):
+        // top 4 < 8; 24 is a multiple of 12: unchanged.
+        let mut gaps = vec![100u64; 243];
+        gaps.extend([12_000, 12_000, 12_000, 12_000, 6000, 6000, 6000]);
+        assert_eq!(decide(Rule::Module, gaps), Some(Decision::Unchanged));
+        // 4 at 6 ms and 3 at 8.5 ms (bin 17): 12 vs 17, 18, 16: not harmonic -> BBR.
+        let mut gaps = vec![100u64; 243];
+        gaps.extend([6000, 6000, 6000, 6000, 8500, 8500, 8500]);
+        assert_eq!(decide(Rule::Module, gaps), Some(Decision::NoPattern));
+    }
+}

@@ -1,0 +1,384 @@
+//! A UE's radio channel as the cell scheduler sees it: the bytes the UE could receive in
+//! each TTI if it had the whole TTI (and the whole cell bandwidth) to itself.
+//!
+//! TTI k covers `[k·tti, (k+1)·tti)` of simulation time.
+//!
+//! * Trace channel: [`OPPORTUNITY_BYTES`] for every Mahimahi opportunity whose time falls
+//!   in the TTI, read from the UE's trace shifted by `offset` (simulation time t is trace
+//!   time t + offset), looping as [`crate::Link`] does. With a TTI that divides 1 ms
+//!   (1, 0.5, 0.25, 0.125 ms) every opportunity at `m` ms lands in the TTI that starts at
+//!   exactly `m` ms; with 0.5 ms TTIs the TTIs starting at half milliseconds carry nothing
+//!   (a trace resolves capacity to whole milliseconds only).
+//! * Constant channel: `bytes_in((k+1)·tti) − bytes_in(k·tti)`, cumulative floors from
+//!   time 0, so the per-TTI bytes never drift from the rate (at 12 Mbit/s and 1 ms,
+//!   exactly 1500 bytes per TTI; at 1 Mbit/s and 0.5 ms, 62 or 63 bytes).
+
+use std::sync::Arc;
+
+use cellcc_units::{Bandwidth, Dur, Time, NS_PER_S};
+
+use crate::service::{TraceMode, MAHIMAHI_FRAMING_BYTES};
+use crate::trace::{Position, Trace, OPPORTUNITY_BYTES};
+
+/// Bits per byte, for rate arithmetic.
+const BITS_PER_BYTE: u128 = 8;
+/// Opportunities a cursor steps over one by one before it jumps by binary search: a
+/// busy cell moves a TTI at a time, an idle one jumps.
+const SEEK_STEPS: u32 = 16;
+
+/// What one UE could receive per TTI if it were scheduled alone.
+#[derive(Clone, Debug)]
+pub enum UeChannel {
+    /// Mahimahi trace of delivery opportunities; packets are charged
+    /// `ip_len + MAHIMAHI_FRAMING_BYTES` and may not exceed one opportunity, as on a
+    /// trace [`crate::Link`].
+    Trace {
+        trace: Arc<Trace>,
+        mode: TraceMode,
+        /// Where in the trace the UE starts: simulation time t reads trace time
+        /// `t + offset`. Lets several UEs share one trace with independent phases.
+        offset: Dur,
+    },
+    /// A fixed rate with no framing and no packet-size limit, as a constant
+    /// [`crate::Link`].
+    Constant { rate: Bandwidth },
+}
+
+impl UeChannel {
+    /// A trace channel read from its start.
+    pub fn trace(trace: Arc<Trace>, mode: TraceMode) -> Self {
+        UeChannel::Trace {
+            trace,
+            mode,
+            offset: Dur::ZERO,
+        }
+    }
+
+    pub fn constant(rate: Bandwidth) -> Self {
+        UeChannel::Constant { rate }
+    }
+
+    /// Bytes added to the IP length of every packet (4 on a trace, 0 at a constant rate).
+    pub fn framing_bytes(&self) -> u32 {
+        match self {
+            UeChannel::Trace { .. } => MAHIMAHI_FRAMING_BYTES,
+            UeChannel::Constant { .. } => 0,
+        }
+    }
+
+    /// Largest charged size the channel accepts (one opportunity on a trace).
+    pub fn max_charged_bytes(&self) -> Option<u32> {
+        match self {
+            UeChannel::Trace { .. } => Some(OPPORTUNITY_BYTES),
+            UeChannel::Constant { .. } => None,
+        }
+    }
+
+    /// Bytes the channel offers in `[from, to)` of simulation time.
+    pub fn bytes_between(&self, from: Time, to: Time) -> u64 {
+        if to <= from {
+            return 0;
+        }
+        match self {
+            UeChannel::Trace {
+                trace,
+                mode,
+                offset,
+            } => {
+                let ordinal = |t: Time| {
+                    trace.ordinal(trace.first_at_or_after(t.saturating_add(*offset)), *mode)
+                };
+                let count = ordinal(to) - ordinal(from);
+                u64::try_from(count * u128::from(OPPORTUNITY_BYTES)).unwrap_or(u64::MAX)
+            }
+            UeChannel::Constant { rate } => {
+                rate.bytes_in(Dur(to.as_ns())) - rate.bytes_in(Dur(from.as_ns()))
+            }
+        }
+    }
+
+    /// Bytes of TTI `k` (stateless; the cell uses [`Cursor`]s).
+    #[cfg(test)]
+    pub(crate) fn tti_bytes(&self, tti: Dur, k: u64) -> u64 {
+        match (tti_start(tti, k), tti_start(tti, k + 1)) {
+            (Some(from), Some(to)) => self.bytes_between(from, to),
+            _ => 0,
+        }
+    }
+
+    /// The first TTI at or after TTI `k` that carries at least one byte; `None` if there
+    /// is none (a `Once` trace that has ended) or it lies beyond [`Time::MAX`].
+    /// Stateless; the cell uses [`Cursor`]s.
+    #[cfg(test)]
+    pub(crate) fn next_useful_tti(&self, tti: Dur, k: u64) -> Option<u64> {
+        let start = tti_start(tti, k)?;
+        match self {
+            UeChannel::Trace {
+                trace,
+                mode,
+                offset,
+            } => {
+                let shifted = start.checked_add(*offset)?;
+                let pos = trace.first_at_or_after(shifted);
+                if *mode == TraceMode::Once && pos.cycle > 0 {
+                    return None;
+                }
+                // The opportunity is at or after `start + offset`, so its TTI is >= k.
+                let at = trace.time_of(pos)?.as_ns() - offset.as_ns();
+                Some(at / tti.as_ns())
+            }
+            UeChannel::Constant { rate } => constant_next_useful(*rate, tti, start),
+        }
+    }
+
+    /// A cursor at the start of the channel (TTI 0).
+    pub(crate) fn cursor(&self) -> Cursor {
+        match self {
+            UeChannel::Trace {
+                trace,
+                mode,
+                offset,
+            } => {
+                let pos = trace.first_at_or_after(Time(offset.as_ns()));
+                Cursor {
+                    pos,
+                    at: sim_time(trace, *mode, *offset, pos),
+                }
+            }
+            UeChannel::Constant { .. } => Cursor {
+                pos: Position { cycle: 0, index: 0 },
+                at: None,
+            },
+        }
+    }
+
+    /// Bytes of TTI `k`; `k` never decreases from one call on `cursor` to the next.
+    pub(crate) fn tti_bytes_at(&self, cursor: &mut Cursor, tti: Dur, k: u64) -> u64 {
+        let (Some(from), Some(to)) = (tti_start(tti, k), tti_start(tti, k + 1)) else {
+            return 0;
+        };
+        match self {
+            UeChannel::Trace {
+                trace,
+                mode,
+                offset,
+            } => {
+                self.seek(cursor, from);
+                // Count the TTI's opportunities on a copy: they stay ahead of the cursor
+                // until a later TTI is asked for.
+                let mut probe = *cursor;
+                let mut count = 0u64;
+                while probe.at.is_some_and(|at| at < to) {
+                    count += 1;
+                    probe.step(trace, *mode, *offset);
+                }
+                count * u64::from(OPPORTUNITY_BYTES)
+            }
+            UeChannel::Constant { rate } => {
+                rate.bytes_in(Dur(to.as_ns())) - rate.bytes_in(Dur(from.as_ns()))
+            }
+        }
+    }
+
+    /// The first TTI at or after TTI `k` that carries at least one byte; `None` if there
+    /// is none (a `Once` trace that has ended) or it lies beyond [`Time::MAX`]. `k` never
+    /// decreases from one call on `cursor` to the next.
+    pub(crate) fn next_useful_tti_at(&self, cursor: &mut Cursor, tti: Dur, k: u64) -> Option<u64> {
+        let start = tti_start(tti, k)?;
+        match self {
+            UeChannel::Trace { .. } => {
+                self.seek(cursor, start);
+                // The opportunity is at or after the TTI's start, so its TTI is >= k.
+                cursor.at.map(|at| at.as_ns() / tti.as_ns())
+            }
+            UeChannel::Constant { rate } => constant_next_useful(*rate, tti, start),
+        }
+    }
+
+    /// Moves a trace cursor to the first opportunity at or after `target`: a few steps
+    /// one by one, then a binary search.
+    fn seek(&self, cursor: &mut Cursor, target: Time) {
+        let UeChannel::Trace {
+            trace,
+            mode,
+            offset,
+        } = self
+        else {
+            return;
+        };
+        for _ in 0..SEEK_STEPS {
+            if cursor.at.is_none_or(|at| at >= target) {
+                return;
+            }
+            cursor.step(trace, *mode, *offset);
+        }
+        if cursor.at.is_some_and(|at| at < target) {
+            let pos = trace.first_at_or_after(target.saturating_add(*offset));
+            *cursor = Cursor {
+                pos,
+                at: sim_time(trace, *mode, *offset, pos),
+            };
+        }
+    }
+}
+
+/// Where a UE's channel has been read up to: for a trace, the first opportunity not yet
+/// passed and its simulation time (`None`: there are no more). Moves forward only.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cursor {
+    pos: Position,
+    at: Option<Time>,
+}
+
+impl Cursor {
+    /// Moves to the next opportunity (Mahimahi's loop: after the last line, cycle + 1).
+    fn step(&mut self, trace: &Trace, mode: TraceMode, offset: Dur) {
+        let mut pos = self.pos;
+        pos.index += 1;
+        if pos.index == trace.len() {
+            pos = Position {
+                cycle: pos.cycle + 1,
+                index: 0,
+            };
+        }
+        self.pos = pos;
+        self.at = sim_time(trace, mode, offset, pos);
+    }
+}
+
+/// Simulation time (trace time − offset) of the opportunity at `pos`; `None` past the
+/// end of a `Once` trace or beyond [`Time::MAX`].
+fn sim_time(trace: &Trace, mode: TraceMode, offset: Dur, pos: Position) -> Option<Time> {
+    if mode == TraceMode::Once && pos.cycle > 0 {
+        return None;
+    }
+    // Cursors only visit opportunities at or after `offset`.
+    trace
+        .time_of(pos)
+        .and_then(|t| t.as_ns().checked_sub(offset.as_ns()))
+        .map(Time)
+}
+
+/// The first TTI, from the one starting at `start`, that carries a byte at `rate`.
+fn constant_next_useful(rate: Bandwidth, tti: Dur, start: Time) -> Option<u64> {
+    // Smallest T with bytes_in(T) >= B + 1, where B = bytes_in(start):
+    // T = ceil((B + 1)·8·1e9 / rate). The TTI whose end reaches T is ceil(T / tti) − 1,
+    // and T > start, so it is at or after the TTI starting at `start`.
+    let before = u128::from(rate.bytes_in(Dur(start.as_ns())));
+    let bits = (before + 1) * BITS_PER_BYTE * u128::from(NS_PER_S);
+    let first_ns = bits.div_ceil(u128::from(rate.bits_per_sec));
+    let k_next = first_ns.div_ceil(u128::from(tti.as_ns())) - 1;
+    u64::try_from(k_next).ok()
+}
+
+/// Start of TTI `k`, or `None` beyond [`Time::MAX`].
+pub(crate) fn tti_start(tti: Dur, k: u64) -> Option<Time> {
+    k.checked_mul(tti.as_ns()).map(Time)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(ts: &[u32]) -> Arc<Trace> {
+        Arc::new(Trace::from_timestamps(ts.to_vec(), "t").unwrap())
+    }
+
+    /// Brute force: the first k' >= k with tti_bytes > 0, searching a bounded range.
+    fn brute_next(c: &UeChannel, tti: Dur, k: u64, limit: u64) -> Option<u64> {
+        (k..k + limit).find(|&j| c.tti_bytes(tti, j) > 0)
+    }
+
+    #[test]
+    fn trace_ttis_collect_the_opportunities_they_cover() {
+        // Opportunities at 1, 1, 3, 5 ms; loop period 5 ms.
+        let c = UeChannel::trace(trace(&[1, 1, 3, 5]), TraceMode::Loop);
+        let ms = Dur::from_ms(1);
+        let per_tti: Vec<u64> = (0..7).map(|k| c.tti_bytes(ms, k) / 1504).collect();
+        // Cycle 0: 1,1,3,5; cycle 1: 6,6,8,10.
+        assert_eq!(per_tti, [0, 2, 0, 1, 0, 1, 2]);
+        let half = Dur::from_us(500);
+        let per_half: Vec<u64> = (0..8).map(|k| c.tti_bytes(half, k) / 1504).collect();
+        assert_eq!(per_half, [0, 0, 2, 0, 0, 0, 1, 0]);
+        // 2 ms TTIs gather [2, 4) → the opportunity at 3.
+        assert_eq!(c.tti_bytes(Dur::from_ms(2), 1), 1504);
+    }
+
+    #[test]
+    fn offset_reads_the_trace_later() {
+        let c = UeChannel::Trace {
+            trace: trace(&[1, 1, 3, 5]),
+            mode: TraceMode::Loop,
+            offset: Dur::from_ms(2),
+        };
+        // Simulation ms 1 = trace ms 3, ms 3 = trace ms 5, ms 4 = trace ms 6 (two).
+        let per_tti: Vec<u64> = (0..5)
+            .map(|k| c.tti_bytes(Dur::from_ms(1), k) / 1504)
+            .collect();
+        assert_eq!(per_tti, [0, 1, 0, 1, 2]);
+    }
+
+    #[test]
+    fn constant_ttis_do_not_drift() {
+        // 1 Mbit/s = 125 000 B/s; 0.5 ms TTIs carry 62.5 bytes on average.
+        let c = UeChannel::constant(Bandwidth::from_bps(1_000_000));
+        let tti = Dur::from_us(500);
+        let first: Vec<u64> = (0..4).map(|k| c.tti_bytes(tti, k)).collect();
+        assert_eq!(first, [62, 63, 62, 63]);
+        let total: u64 = (0..2000).map(|k| c.tti_bytes(tti, k)).sum();
+        assert_eq!(total, 125_000);
+        assert_eq!(c.bytes_between(Time::ZERO, Time::from_secs(1)), 125_000);
+    }
+
+    #[test]
+    fn cursors_agree_with_the_stateless_answers() {
+        let channels = [
+            UeChannel::Trace {
+                trace: trace(&[0, 0, 3, 7, 7, 7, 8, 30]),
+                mode: TraceMode::Loop,
+                offset: Dur::from_ms(5),
+            },
+            UeChannel::Trace {
+                trace: trace(&[2, 4, 9]),
+                mode: TraceMode::Once,
+                offset: Dur::from_ms(3),
+            },
+            UeChannel::constant(Bandwidth::from_bps(700_000)),
+        ];
+        for c in &channels {
+            for tti in [Dur::from_ms(1), Dur::from_us(500), Dur::from_ms(4)] {
+                let mut cursor = c.cursor();
+                let mut k = 0;
+                // Steps of 0 to 3 TTIs with an occasional long jump.
+                for i in 0..400u64 {
+                    k += if i % 37 == 36 { 250 } else { i % 4 };
+                    assert_eq!(
+                        c.next_useful_tti_at(&mut cursor, tti, k),
+                        c.next_useful_tti(tti, k),
+                        "{c:?} tti {tti} k {k}"
+                    );
+                    assert_eq!(c.tti_bytes_at(&mut cursor, tti, k), c.tti_bytes(tti, k));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn next_useful_tti_matches_brute_force() {
+        let slow = UeChannel::constant(Bandwidth::from_bps(3_000));
+        let sparse = UeChannel::trace(trace(&[0, 7, 7, 20]), TraceMode::Loop);
+        let once = UeChannel::trace(trace(&[2, 4]), TraceMode::Once);
+        for tti in [Dur::from_ms(1), Dur::from_us(500), Dur::from_ms(3)] {
+            for k in 0..60 {
+                for c in [&slow, &sparse] {
+                    assert_eq!(
+                        c.next_useful_tti(tti, k),
+                        brute_next(c, tti, k, 20_000),
+                        "{c:?} tti {tti} k {k}"
+                    );
+                }
+                assert_eq!(once.next_useful_tti(tti, k), brute_next(&once, tti, k, 100));
+            }
+        }
+    }
+}
