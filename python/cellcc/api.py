@@ -83,6 +83,9 @@ class Result:
     """The scenario exactly as the simulator read it (TOML)."""
     source: str = "<scenario>"
     """Where the scenario came from (a file path, or ``<dict>``)."""
+    acks: pd.DataFrame | None = None
+    """Every ACK at its sender (``flow``, ``t_s``, ``rtt_ms`` or NaN) when
+    ``metrics.ack_log = true``."""
 
     @property
     def seed(self) -> int | None:
@@ -106,7 +109,7 @@ class Result:
 
     def save(self, out_dir: str | os.PathLike[str], *, command: str | None = None) -> Path:
         """Write summary (JSON, CSV, Parquet), time series (CSV, Parquet), the packet log
-        if any (``downlink.log``) and ``provenance.json`` into ``out_dir``; return it.
+        if any (``downlink.log``), the ACK log if any (``acks.csv``/``.parquet``) and ``provenance.json`` into ``out_dir``; return it.
 
         Every file is written atomically. ``command`` is recorded as the command line that
         produced the result (default: this process's command line).
@@ -127,6 +130,9 @@ class Result:
         write_parquet_atomic(out / "timeseries.parquet", self.timeseries, provenance=record)
         if self.packet_log is not None:
             write_text_atomic(out / "downlink.log", self.packet_log)
+        if self.acks is not None:
+            write_csv_atomic(out / "acks.csv", self.acks)
+            write_parquet_atomic(out / "acks.parquet", self.acks, provenance=record)
         write_json_atomic(out / PROVENANCE_FILE, record)
         return out
 
@@ -211,6 +217,7 @@ def _result(raw: Mapping[str, Any], text: str, source: str) -> Result:
         packet_log=raw.get("packet_log"),
         scenario_text=text,
         source=source,
+        acks=None if raw.get("acks") is None else pd.DataFrame(dict(raw["acks"])),
     )
 
 

@@ -232,6 +232,12 @@ def run(
         )
     out_dir = out if out is not None else Path("out") / file.stem
     result.save(out_dir)
+    if result.acks is not None and not result.acks.empty:
+        from cellcc import plots
+
+        name = result.meta.get("name", file.stem)
+        figure = plots.ack_pattern_figure(result.acks, title=f"{name}: ACK clock of flow 0")
+        plots.save(figure, out_dir / "ack-pattern.png")
     console = _stdout()
     title = f"{result.meta.get('name', file.stem)} (seed {result.seed})"
     console.print(_summary_table(result.summary, title))

@@ -33,6 +33,7 @@ from cellcc.results import save_figure_atomic
 
 __all__ = [
     "DELAY_LABELS",
+    "ack_pattern_figure",
     "PALETTE",
     "save",
     "scheme_styles",
@@ -277,6 +278,39 @@ def timeseries_figure(
         axes[-1].set_xlabel("Time (s)")
         axes[-1].set_xlim(left=0)
         figure.suptitle(title if subtitle is None else f"{title}\n{subtitle}")
+    return figure
+
+
+def ack_pattern_figure(acks: pd.DataFrame, *, title: str, flow: int = 0) -> Figure:
+    """César Fig. 3/6 view of one flow's ACK clock: RTT samples over time (left) and the
+    histogram of ACK inter-arrival gaps at the sender (right).
+
+    Cellular scheduling shows as RTT samples on discrete lines and gap peaks at the
+    scheduling unit and its multiples, with many gaps near 0 (ACKs of one grant).
+    ``acks`` has the columns ``flow``, ``t_s`` and ``rtt_ms`` of :attr:`Result.acks`.
+    """
+    for column in ("flow", "t_s", "rtt_ms"):
+        if column not in acks.columns:
+            raise KeyError(f"acks needs the column {column!r}")
+    rows = acks[acks["flow"] == flow]
+    if rows.empty:
+        raise ValueError(f"no ACKs of flow {flow} in the log")
+    t = rows["t_s"].to_numpy(dtype=float)
+    rtt = rows["rtt_ms"].to_numpy(dtype=float)
+    gaps_ms = np.diff(t) * 1e3
+    with _style():
+        figure = _figure(9.6, 3.6)
+        left, right = figure.subplots(1, 2, width_ratios=(3, 2))
+        keep = ~np.isnan(rtt)
+        left.plot(t[keep], rtt[keep], ".", markersize=2, color=PALETTE[0])
+        left.set_xlabel("Time (s)")
+        left.set_ylabel("RTT sample (ms)")
+        upper = max(1.0, float(np.quantile(gaps_ms, 0.99))) if gaps_ms.size else 1.0
+        bins = np.arange(0.0, upper + 0.25, 0.25)
+        right.hist(np.clip(gaps_ms, 0.0, upper), bins=bins, color=PALETTE[1])
+        right.set_xlabel("ACK inter-arrival gap (ms, 0.25 ms bins)")
+        right.set_ylabel("ACKs")
+        figure.suptitle(title)
     return figure
 
 

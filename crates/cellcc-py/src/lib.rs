@@ -93,7 +93,19 @@ fn simulate(
         }
     };
     let wall_s = started.elapsed().as_secs_f64();
+    // Per-ACK records as columns (flow, arrival time, RTT sample or null).
+    let acks = out.ack_log.as_ref().map(|log| {
+        serde_json::json!({
+            "flow": log.iter().map(|a| a.flow).collect::<Vec<_>>(),
+            "t_s": log.iter().map(|a| a.t.as_secs_f64()).collect::<Vec<_>>(),
+            "rtt_ms": log
+                .iter()
+                .map(|a| a.rtt.map(|r| r.as_ns() as f64 / 1e6))
+                .collect::<Vec<_>>(),
+        })
+    });
     let value = serde_json::json!({
+        "acks": acks,
         "summary": out.summary,
         "timeseries": out.timeseries,
         "link": out.link,

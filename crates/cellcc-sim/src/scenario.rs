@@ -51,6 +51,17 @@ pub struct FlowConfig {
     pub params: toml::Table,
     pub start: Dur,
     pub app: App,
+    /// The UE (index into the cell's UEs; 0 without a cell) that receives this flow.
+    pub ue: u32,
+}
+
+/// A shared wired bottleneck between the servers and the base station (C2TCP §VIII-A:
+/// two servers → switch → UE), traversed by every downlink packet before the
+/// propagation delay and the radio.
+#[derive(Debug, Clone)]
+pub struct WiredConfig {
+    pub rate: Bandwidth,
+    pub queue: QueueSpec,
 }
 
 /// Metric settings.
@@ -71,6 +82,7 @@ pub struct Scenario {
     pub downlink: LinkConfig,
     pub uplink: LinkConfig,
     pub flows: Vec<FlowConfig>,
+    pub wired: Option<WiredConfig>,
     pub metrics: MetricsConfig,
     pub sender: SenderConfig,
     pub receiver: ReceiverConfig,
@@ -85,6 +97,7 @@ struct RawScenario {
     downlink: RawLink,
     uplink: Option<RawLink>,
     flows: Vec<RawFlow>,
+    wired: Option<RawWired>,
     #[serde(default)]
     metrics: RawMetrics,
     #[serde(default)]
@@ -98,7 +111,7 @@ struct RawLink {
     rate_mbps: Option<f64>,
     mode: Option<RawMode>,
     delay_ms: Option<f64>,
-    queue: Option<RawQueue>,
+    queue: Option<QueueSpec>,
     loss: Option<f64>,
 }
 
@@ -110,20 +123,6 @@ enum RawMode {
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-enum RawQueue {
-    Infinite,
-    Droptail {
-        packets: Option<u64>,
-        bytes: Option<u64>,
-    },
-    Drophead {
-        packets: Option<u64>,
-        bytes: Option<u64>,
-    },
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFlow {
     scheme: String,
@@ -132,6 +131,16 @@ struct RawFlow {
     #[serde(default)]
     start_s: f64,
     app: Option<toml::Value>,
+    #[serde(default)]
+    ue: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWired {
+    rate_mbps: f64,
+    #[serde(default)]
+    queue: QueueSpec,
 }
 
 #[derive(Deserialize, Default)]
@@ -295,6 +304,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
             params: f.params,
             start,
             app,
+            ue: f.ue,
         });
     }
     let bin_ms = positive(
@@ -307,6 +317,29 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         packet_log: raw.metrics.packet_log.unwrap_or(false),
         ack_log: raw.metrics.ack_log.unwrap_or(false),
     };
+    let ues = 1;
+    if let Some((i, f)) = flows.iter().enumerate().find(|(_, f)| f.ue >= ues) {
+        return Err(ctx.err(
+            format!("flows[{i}].ue"),
+            format!(
+                "UE {} does not exist: this scenario has {ues} UE(s), numbered from 0",
+                f.ue
+            ),
+        ));
+    }
+    let wired = match raw.wired {
+        None => None,
+        Some(w) => {
+            let rate = positive(ctx, "wired.rate_mbps", w.rate_mbps)?;
+            w.queue
+                .validate()
+                .map_err(|e| ctx.err("wired.queue", e.to_string()))?;
+            Some(WiredConfig {
+                rate: Bandwidth::from_mbps(rate),
+                queue: w.queue,
+            })
+        }
+    };
     let (sender, receiver) = build_tcp(raw.tcp, ctx)?;
     Ok(Scenario {
         name: raw.name.unwrap_or_else(|| default_name(ctx.file)),
@@ -315,6 +348,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         downlink,
         uplink,
         flows,
+        wired,
         metrics,
         sender,
         receiver,
@@ -409,17 +443,10 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
             format!("must be a probability in [0, 1), got {loss}"),
         ));
     }
-    let queue = match raw.queue {
-        None | Some(RawQueue::Infinite) => QueueSpec::Infinite,
-        Some(RawQueue::Droptail { packets, bytes }) => {
-            check_limits(ctx, key, packets, bytes)?;
-            QueueSpec::DropTail { packets, bytes }
-        }
-        Some(RawQueue::Drophead { packets, bytes }) => {
-            check_limits(ctx, key, packets, bytes)?;
-            QueueSpec::DropHead { packets, bytes }
-        }
-    };
+    let queue = raw.queue.unwrap_or_default();
+    queue
+        .validate()
+        .map_err(|e| ctx.err(format!("{key}.queue"), e.to_string()))?;
     Ok(LinkConfig {
         service,
         queue,
@@ -427,26 +454,6 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
         loss,
         label,
     })
-}
-
-fn check_limits(
-    ctx: &Ctx,
-    key: &str,
-    packets: Option<u64>,
-    bytes: Option<u64>,
-) -> Result<(), ScenarioError> {
-    if packets.is_none() && bytes.is_none() {
-        return Err(ctx.err(
-            format!("{key}.queue"),
-            "droptail/drophead need a limit: `packets = N` and/or `bytes = N`",
-        ));
-    }
-    for (name, v) in [("packets", packets), ("bytes", bytes)] {
-        if v == Some(0) {
-            return Err(ctx.err(format!("{key}.queue.{name}"), "must be >= 1"));
-        }
-    }
-    Ok(())
 }
 
 fn resolve(p: &str, base: Option<&Path>) -> PathBuf {
@@ -538,8 +545,8 @@ mod tests {
             (&format!("{GOOD}params = {{ hystart = \"yes\" }}\n"), "exp.toml: flows[0].params.hystart: invalid type: string \"yes\", expected a boolean"),
             (&GOOD.replace("delay_ms = 10", "delay_ms = -1"), "exp.toml: downlink.delay_ms: must be a number >= 0, got -1"),
             (&GOOD.replace("rate_mbps = 12", "rate_mbps = 12\ntrace = \"x\""), "exp.toml: downlink: give either `trace` or `rate_mbps`, not both"),
-            (&GOOD.replace("delay_ms = 10", "queue = { kind = \"droptail\" }"), "exp.toml: downlink.queue: droptail/drophead need a limit"),
-            (&GOOD.replace("delay_ms = 10", "queue = { kind = \"codel\" }"), "exp.toml: downlink.queue.kind: unknown variant `codel`, expected one of `infinite`, `droptail`, `drophead`"),
+            (&GOOD.replace("delay_ms = 10", "queue = { kind = \"droptail\" }"), "exp.toml: downlink.queue: droptail queue needs a limit: give `packets` and/or `bytes`"),
+            (&GOOD.replace("delay_ms = 10", "queue = { kind = \"red\" }"), "exp.toml: downlink.queue.kind: unknown variant `red`, expected one of `infinite`, `droptail`, `drophead`"),
             (&GOOD.replace("delay_ms = 10", "queue = { kind = \"droptail\", packets = 10, pkts = 3 }"), "exp.toml: downlink.queue: unknown field `pkts`"),
             (&GOOD.replace("delay_ms = 10", "loss = 1.5"), "exp.toml: downlink.loss: must be a probability in [0, 1), got 1.5"),
             (&GOOD.replace("rate_mbps = 12", "trace = \"missing.trace\""), "exp.toml: downlink.trace: "),

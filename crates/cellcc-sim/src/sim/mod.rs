@@ -24,7 +24,9 @@ mod path;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use cellcc_link::{BernoulliLoss as LossModel, Delay, DropReason, EnqueueResult, Link, LinkService};
+use cellcc_link::{
+    BernoulliLoss as LossModel, Delay, DropReason, EnqueueResult, Link, LinkService,
+};
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
@@ -177,6 +179,12 @@ impl<'s> Simulation<'s> {
         });
         let ues = 1;
         let mut down_pre: Vec<BoxedStage<DataSegment>> = Vec::new();
+        if let Some(w) = &sc.wired {
+            down_pre.push(Box::new(Link::<DataSegment>::new(
+                LinkService::constant(w.rate),
+                w.queue.clone(),
+            )));
+        }
         if !sc.downlink.delay.is_zero() {
             down_pre.push(Box::new(Delay::new(sc.downlink.delay)));
         }
@@ -202,7 +210,7 @@ impl<'s> Simulation<'s> {
                 .map(|f| Flow {
                     scheme: f.scheme.clone(),
                     start: Time::ZERO + f.start,
-                    ue: 0,
+                    ue: f.ue,
                     sender: None,
                     receiver: None,
                     sender_timer: None,
@@ -601,7 +609,11 @@ impl<'s> Simulation<'s> {
             s.on_ack(now, &ack, &mut obs);
             let rtt = obs.last_rtt;
             if let Some(log) = self.ack_log.as_mut() {
-                log.push(AckRecord { flow: i, t: now, rtt });
+                log.push(AckRecord {
+                    flow: i,
+                    t: now,
+                    rtt,
+                });
             }
         }
         self.pump_sender(i);
