@@ -14,6 +14,7 @@ pub mod bbr;
 pub mod c2tcp;
 pub mod cesar;
 pub mod cubic;
+pub mod fixed;
 pub mod minmax;
 pub mod proprate;
 pub mod reno;

@@ -18,6 +18,19 @@ pub enum Stream {
     UplinkLoss,
     /// Per-flow randomness (e.g. BBR's initial gain-cycle phase).
     Flow(u32),
+    /// A random path stage of one UE (jitter, HARQ), per direction.
+    Stage {
+        downlink: bool,
+        ue: u32,
+        kind: StageKind,
+    },
+}
+
+/// Random path stages, for stream numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageKind {
+    Jitter = 1,
+    Harq = 2,
 }
 
 impl Stream {
@@ -26,6 +39,9 @@ impl Stream {
             Stream::DownlinkLoss => 1,
             Stream::UplinkLoss => 2,
             Stream::Flow(i) => (1 << 32) | i as u64,
+            Stream::Stage { downlink, ue, kind } => {
+                (2 << 32) | ((kind as u64) << 24) | (u64::from(downlink) << 23) | ue as u64
+            }
         }
     }
 }

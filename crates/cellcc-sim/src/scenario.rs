@@ -9,7 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cellcc_link::{LinkService, QueueSpec, Trace, TraceMode};
+use cellcc_link::{
+    HarqConfig, JitterConfig, LinkService, LossConfig, OutageConfig, Outages, ParamError, QueueSpec,
+    ResolvedScheduling, SchedulingConfig, Trace, TraceMode,
+};
 use cellcc_units::{Bandwidth, Dur};
 use serde::Deserialize;
 
@@ -37,8 +40,14 @@ pub struct LinkConfig {
     pub queue: QueueSpec,
     /// One-way propagation delay (`mm-delay`).
     pub delay: Dur,
-    /// Bernoulli loss probability on entry.
-    pub loss: f64,
+    /// Loss process on entry (Bernoulli or Gilbert–Elliott).
+    pub loss: LossConfig,
+    /// Windows without capacity (stall or drop), applied to the link.
+    pub outages: Outages,
+    /// Random extra delay per packet after the link, FIFO-preserving.
+    pub jitter: Option<JitterConfig>,
+    /// HARQ-like retransmission delay after the link.
+    pub harq: Option<HarqConfig>,
     /// Human-readable description (trace file name or rate).
     pub label: String,
 }
@@ -83,6 +92,8 @@ pub struct Scenario {
     pub uplink: LinkConfig,
     pub flows: Vec<FlowConfig>,
     pub wired: Option<WiredConfig>,
+    /// Cellular scheduling: uplink grants for ACKs, downlink service bursts.
+    pub scheduling: Option<ResolvedScheduling>,
     pub metrics: MetricsConfig,
     pub sender: SenderConfig,
     pub receiver: ReceiverConfig,
@@ -98,6 +109,7 @@ struct RawScenario {
     uplink: Option<RawLink>,
     flows: Vec<RawFlow>,
     wired: Option<RawWired>,
+    scheduling: Option<SchedulingConfig>,
     #[serde(default)]
     metrics: RawMetrics,
     #[serde(default)]
@@ -112,7 +124,11 @@ struct RawLink {
     mode: Option<RawMode>,
     delay_ms: Option<f64>,
     queue: Option<QueueSpec>,
-    loss: Option<f64>,
+    loss: Option<LossConfig>,
+    #[serde(default)]
+    outages: Vec<OutageConfig>,
+    jitter: Option<JitterConfig>,
+    harq: Option<HarqConfig>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -340,6 +356,13 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
             })
         }
     };
+    let scheduling = match raw.scheduling {
+        None => None,
+        Some(cfg) => Some(
+            cfg.resolve()
+                .map_err(|e| param_err(ctx, "scheduling", e))?,
+        ),
+    };
     let (sender, receiver) = build_tcp(raw.tcp, ctx)?;
     Ok(Scenario {
         name: raw.name.unwrap_or_else(|| default_name(ctx.file)),
@@ -349,6 +372,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         uplink,
         flows,
         wired,
+        scheduling,
         metrics,
         sender,
         receiver,
@@ -436,12 +460,25 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
         &format!("{key}.delay_ms"),
         raw.delay_ms.unwrap_or(0.0),
     )?);
-    let loss = raw.loss.unwrap_or(0.0);
-    if !(0.0..1.0).contains(&loss) {
-        return Err(ctx.err(
-            format!("{key}.loss"),
-            format!("must be a probability in [0, 1), got {loss}"),
-        ));
+    let loss = raw.loss.unwrap_or_default();
+    if let LossConfig::Bernoulli { p } = loss {
+        if !(0.0..1.0).contains(&p) {
+            return Err(ctx.err(
+                format!("{key}.loss"),
+                format!("must be a probability in [0, 1), got {p}"),
+            ));
+        }
+    }
+    loss.validate().map_err(|e| param_err(ctx, &format!("{key}.loss"), e))?;
+    // Outage errors name their entry (`outages[1].start_s`) already.
+    let outages = Outages::from_config(&raw.outages).map_err(|e| param_err(ctx, key, e))?;
+    if let Some(j) = &raw.jitter {
+        j.validate()
+            .map_err(|e| param_err(ctx, &format!("{key}.jitter"), e))?;
+    }
+    if let Some(h) = &raw.harq {
+        h.validate()
+            .map_err(|e| param_err(ctx, &format!("{key}.harq"), e))?;
     }
     let queue = raw.queue.unwrap_or_default();
     queue
@@ -452,8 +489,21 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
         queue,
         delay,
         loss,
+        outages,
+        jitter: raw.jitter,
+        harq: raw.harq,
         label,
     })
+}
+
+/// A model's parameter error under the table at `key` (`downlink.harq` + `bler`).
+fn param_err(ctx: &Ctx, key: &str, e: ParamError) -> ScenarioError {
+    let location = if e.field.starts_with('[') {
+        format!("{key}{}", e.field)
+    } else {
+        format!("{key}.{}", e.field)
+    };
+    ctx.err(location, e.reason)
 }
 
 fn resolve(p: &str, base: Option<&Path>) -> PathBuf {

@@ -6,6 +6,7 @@
 use cellcc_congestion::bbr::{Bbr, BbrConfig};
 use cellcc_congestion::c2tcp::{C2tcp, C2tcpConfig, C2tcpConfigError, C2tcpIfipConfig};
 use cellcc_congestion::cubic::{Cubic, CubicConfig};
+use cellcc_congestion::fixed::{Fixed, FixedConfig};
 use cellcc_congestion::reno::NewReno;
 use cellcc_congestion::CongestionControl;
 use serde::de::DeserializeOwned;
@@ -65,6 +66,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         name: "cesar",
         description: "César: scheduling-unit estimation and step-wise cwnd, BBR fallback",
     },
+    SchemeInfo {
+        name: "fixed",
+        description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
+    },
 ];
 
 /// Names of all schemes.
@@ -110,6 +115,14 @@ pub fn build(
             Ok(Box::new(NewReno::new()))
         }
         "cubic" => Ok(Box::new(Cubic::new(config::<CubicConfig>(params)?))),
+        "fixed" => {
+            let cfg = config::<FixedConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(Fixed::new(cfg)))
+        }
         "bbr" => {
             let mut cfg = config::<BbrConfig>(params)?;
             cfg.validate().map_err(|e| SchemeError {

@@ -22,9 +22,13 @@
 //!    `⌊cnt/cwnd⌋` when the counter reaches cwnd; v1 (IFIP) adds `⌊Target_ms / max(r_ms,
 //!    1)⌋` (its additive sysctl term is 0) and grows by at most one packet, clearing the
 //!    counter.
-//! 2. A back-off first records `prior_ssthresh = tcp_current_ssthresh()`.
+//! 2. A back-off first records `prior_ssthresh = tcp_current_ssthresh()`. During
+//!    CWR/Recovery it acts too (PRR then overwrites cwnd on the same ACK; the new
+//!    ssthresh stays), with one guard the kernel does not have: `prior_cwnd` is raised
+//!    to the cwnd the back-off found, so that PRR cannot multiply the flight by
+//!    ssthresh/1 (see [`Enforcer::backoff`]).
 
-use crate::{CongestionControl, Dur, Sock};
+use crate::{CaState, CongestionControl, Dur, Sock};
 
 /// Fraction bits of the Eq. (1) credit.
 const CREDIT_SHIFT: u32 = 16;
@@ -86,6 +90,13 @@ impl Enforcer {
     pub fn backoff(&mut self, sock: &mut Sock, base: &mut dyn CongestionControl, linux: bool) {
         if linux {
             sock.prior_ssthresh = sock.current_ssthresh();
+            if matches!(sock.ca_state, CaState::Cwr | CaState::Recovery) {
+                // Guard, not in the kernel: PRR scales by ssthresh/prior_cwnd; after a
+                // reset just before Recovery began, prior_cwnd is 1 and the new ssthresh
+                // would release ssthresh packets per packet delivered, a flight that
+                // only the receive window bounds in Linux (the simulator has none).
+                sock.prior_cwnd = sock.prior_cwnd.max(sock.cwnd);
+            }
         }
         sock.ssthresh = base.ssthresh(sock);
         sock.cwnd = 1;

@@ -57,6 +57,11 @@
 //!    (only possible with α = 1, as the first sample defines MINRTT) Interval is the
 //!    current Setpoint.
 //! 6. Target-schedule times are relative to `init` (the connection start).
+//! 7. With paper fidelity C2TCP detects and acts only in the Open and Disorder states:
+//!    a back-off is an imaginary loss, and during CWR/Recovery/Loss the base is already
+//!    handling a congestion episode (TCP reduces once per episode; PRR would overwrite
+//!    cwnd anyway). MINRTT and the Tuner still take those samples. The papers do not
+//!    discuss the interplay.
 //!
 //! Differences reproduced only with `fidelity = "linux"` (the reference patch):
 //! 1. RTT, MINRTT, Setpoint and Interval are floored to whole ms before use; Good is
@@ -67,10 +72,15 @@
 //!    NewReno has no epochs, so the gate does not apply to it (no reference exists).
 //! 3. The increase goes per ACK through the shared `snd_cwnd_cnt` ([`enforcer`]).
 //! 4. Back-off spacing uses CoDel's Newton step for 1/√N ([`detector`]).
-//! 5. With the Tuner on, the kernel runs α = 2.00 until the Tuner's first update, and
+//! 5. C2TCP also acts during CWR/Recovery/Loss, as the patch does: PRR overwrites cwnd
+//!    on the same ACK and the new ssthresh stays. Guard (not in the kernel): PRR's
+//!    `prior_cwnd` is raised to the cwnd the back-off found, because after a reset just
+//!    before Recovery it is 1 and PRR would release ssthresh packets per packet
+//!    delivered, a flight that only Linux's receive window bounds ([`enforcer`]).
+//! 6. With the Tuner on, the kernel runs α = 2.00 until the Tuner's first update, and
 //!    the Tuner starts from `alpha` (reference: kernel 200, Tuner 150); the Tuner update
 //!    is the reference's multiplicative ×100 integer form ([`tuner`]).
-//! 6. Not reproduced: the reference Tuner's side effect of enabling internal pacing
+//! 7. Not reproduced: the reference Tuner's side effect of enabling internal pacing
 //!    (spec §1.7 item 8), the JSAC branch's per-cycle re-seeding of α, the v1 sysctls
 //!    being global rather than per socket, and the 1.024 µs CoDel clock (µs here).
 
@@ -78,9 +88,9 @@ mod config;
 pub mod detector;
 pub mod enforcer;
 mod epoch;
-pub mod tuner;
 #[cfg(test)]
 mod tests;
+pub mod tuner;
 
 pub use config::{
     Base, C2tcpConfig, C2tcpConfigError, C2tcpIfipConfig, Fidelity, MAX_ALPHA, MIN_ALPHA,
@@ -157,10 +167,7 @@ pub struct C2tcp {
     enforcer: Enforcer,
 }
 
-fn build_base(
-    base: Base,
-    cubic: Option<crate::cubic::CubicConfig>,
-) -> Box<dyn CongestionControl> {
+fn build_base(base: Base, cubic: Option<crate::cubic::CubicConfig>) -> Box<dyn CongestionControl> {
     match base {
         Base::Cubic => Box::new(Cubic::new(cubic.unwrap_or_default())),
         Base::Newreno => Box::new(NewReno::new()),
@@ -287,7 +294,9 @@ impl C2tcp {
     /// Whether C2TCP is inside the reference patch's 1-s blackout after a CUBIC epoch
     /// start (always false with paper fidelity or base NewReno).
     pub fn in_blackout(&self, sock: &Sock) -> bool {
-        self.cubic_epoch.as_ref().is_some_and(|e| e.in_blackout(sock))
+        self.cubic_epoch
+            .as_ref()
+            .is_some_and(|e| e.in_blackout(sock))
     }
 
     /// The schedule and Tuner, which run on every ACK whether or not it has an RTT
@@ -373,8 +382,26 @@ impl C2tcp {
         }
     }
 
+    /// Whether the detector and enforcer run on this ACK. With paper fidelity, only
+    /// while the base's own window growth is in charge (Open, Disorder): a C2TCP
+    /// back-off is an imaginary loss, and TCP reduces once per congestion episode
+    /// (RFC 5681 §3.2, RFC 6675 §5), so one inside CWR/Recovery/Loss belongs to the
+    /// episode already being handled (and PRR overwrites cwnd there anyway). With Linux
+    /// fidelity always, as the reference patch does.
+    fn may_act(&self, sock: &Sock) -> bool {
+        self.fidelity == Fidelity::Linux
+            || matches!(sock.ca_state, CaState::Open | CaState::Disorder)
+    }
+
     /// C2TCP JSAC Algorithm 2 for one sample.
-    fn enforce(&mut self, sock: &mut Sock, action: Action, judged: Judgement, rtt: Dur, acked: u32) {
+    fn enforce(
+        &mut self,
+        sock: &mut Sock,
+        action: Action,
+        judged: Judgement,
+        rtt: Dur,
+        acked: u32,
+    ) {
         match action {
             Action::None => {}
             Action::Increase => match (self.fidelity, &self.version) {
@@ -387,11 +414,7 @@ impl C2tcp {
                 }
                 (Fidelity::Linux, Version::Ifip { .. }) => {
                     let r_ms = rtt.as_ns() / NS_PER_MS;
-                    Enforcer::increase_linux_ifip(
-                        sock,
-                        judged.setpoint.as_ns() / NS_PER_MS,
-                        r_ms,
-                    );
+                    Enforcer::increase_linux_ifip(sock, judged.setpoint.as_ns() / NS_PER_MS, r_ms);
                 }
             },
             Action::Backoff => {
@@ -454,9 +477,7 @@ impl CongestionControl for C2tcp {
         if let Some(epoch) = &mut self.cubic_epoch {
             epoch.on_cong_avoid(sock, acked);
         }
-        let before = (sock.cwnd, sock.ssthresh, sock.cwnd_cnt);
         self.base.cong_avoid(sock, acked);
-        if sock.cwnd > 5000 { eprintln!("DBG cong_avoid acked {acked} before {:?} after {} {}", before, sock.cwnd, sock.ssthresh); }
     }
 
     fn set_state(&mut self, sock: &mut Sock, new_state: CaState) {
@@ -480,8 +501,9 @@ impl CongestionControl for C2tcp {
         self.base.in_ack_event(sock, slow_path);
     }
 
-    /// The base's `pkts_acked`, then C2TCP: schedule and Tuner, then (for ACKs with an
-    /// RTT sample, outside the Linux blackout) detect → enforce.
+    /// The base's `pkts_acked`, then C2TCP's recipe: Target schedule and Tuner; for an
+    /// ACK with an RTT sample outside the Linux blackout, judge the sample (MINRTT,
+    /// Setpoint) → Condition Detector → Action Enforcer.
     fn pkts_acked(&mut self, sock: &mut Sock, sample: &AckSample) {
         self.base.pkts_acked(sock, sample);
         self.run_tuner(sock.now);
@@ -490,15 +512,13 @@ impl CongestionControl for C2tcp {
             return;
         }
         let judged = self.judge(rtt);
-        if self.fidelity == Fidelity::Paper && !matches!(sock.ca_state, CaState::Open | CaState::Disorder) {
+        if !self.may_act(sock) {
             return;
         }
         let action = self
             .detector
             .on_sample(sock.now, judged.good, judged.interval);
-        let before = (sock.cwnd, sock.ssthresh, sock.cwnd_cnt);
         self.enforce(sock, action, judged, rtt, sample.pkts_acked);
-        if sock.cwnd > 5000 { eprintln!("DBG pkts_acked {:?} {:?} {:?} before {:?} after {} {} st {:?} now {:?} infl {}", action, judged, sample, before, sock.cwnd, sock.ssthresh, sock.ca_state, sock.now, sock.packets_in_flight()); }
     }
 
     fn undo_cwnd(&mut self, sock: &Sock) -> u32 {

@@ -272,6 +272,50 @@ fn jsac_alpha_one_is_never_good() {
 }
 
 #[test]
+fn paper_fidelity_does_not_act_during_loss_recovery() {
+    let mut f = Flow::new(jsac(|_| {}), 100, 50);
+    f.ack(ms(1), ms(20));
+    // Recovery: an imaginary loss would be part of the episode being handled.
+    f.sock.ca_state = CaState::Recovery;
+    for k in 0..100 {
+        f.ack(ms(2 + k), ms(45));
+    }
+    assert_eq!(
+        (f.cc.phase(), f.sock.cwnd, f.sock.ssthresh),
+        ("good", 100, 50)
+    );
+    // Samples still feed MINRTT.
+    f.ack(ms(110), ms(15));
+    assert_eq!(f.cc.min_rtt(), Some(ms(15)));
+    // Back in Open the episode starts from the first high sample.
+    f.sock.ca_state = CaState::Open;
+    f.ack(ms(120), ms(45));
+    assert_eq!(f.cc.phase(), "normal");
+    assert_eq!(f.cc.detector.next_time(), Time::ZERO + ms(120 + 30));
+}
+
+#[test]
+fn linux_fidelity_acts_during_recovery_with_the_prr_guard() {
+    let cc = jsac(|c| {
+        c.fidelity = Fidelity::Linux;
+        c.base = Base::Newreno;
+    });
+    let mut f = Flow::new(cc, 100, 50);
+    f.ack(ms(1), ms(20));
+    f.ack(ms(10), ms(45));
+    // Recovery entered just after a reset: PRR's prior_cwnd is 1; PRR holds cwnd at 30.
+    f.sock.ca_state = CaState::Recovery;
+    f.sock.prior_cwnd = 1;
+    f.sock.cwnd = 30;
+    f.ack(ms(51), ms(45));
+    // prior_ssthresh = tcp_current_ssthresh() = ssthresh in Recovery; NewReno: 30/2.
+    assert_eq!((f.sock.prior_ssthresh, f.sock.ssthresh), (50, 15));
+    assert_eq!(f.sock.cwnd, 1);
+    // Guard: PRR's reference is the cwnd the back-off found, not 1.
+    assert_eq!(f.sock.prior_cwnd, 30);
+}
+
+#[test]
 fn acks_without_rtt_samples_are_ignored() {
     let mut f = Flow::new(jsac(|_| {}), 100, 50);
     f.ack(ms(1), ms(20));
@@ -317,10 +361,16 @@ fn ifip_algorithm_1_good_waiting_bad() {
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + t1 + ms(100));
     let t2 = t1 + ms(100) + us(1);
     f.ack(t2, ms(150));
-    assert_eq!(f.cc.detector.next_time(), Time::ZERO + t2 + Dur::from_ns(70_710_678));
+    assert_eq!(
+        f.cc.detector.next_time(),
+        Time::ZERO + t2 + Dur::from_ns(70_710_678)
+    );
     let t3 = t2 + Dur::from_ns(70_710_678) + us(1);
     f.ack(t3, ms(150));
-    assert_eq!(f.cc.detector.next_time(), Time::ZERO + t3 + Dur::from_ns(57_735_026));
+    assert_eq!(
+        f.cc.detector.next_time(),
+        Time::ZERO + t3 + Dur::from_ns(57_735_026)
+    );
     // Good again at rtt 99 ms.
     f.ack(ms(400), ms(99));
     assert_eq!(f.cc.phase(), "good");
@@ -574,6 +624,50 @@ fn linux_tuner_starts_from_its_alpha_while_the_kernel_runs_two() {
     assert_eq!(f.cc.setpoint(), Some(ms(67)));
 }
 
+#[test]
+fn linux_tuner_resolves_target_zero_once() {
+    let cc = jsac(|c| {
+        c.tuner = true;
+        c.alpha = 1.5;
+        c.target_ms = 0.0;
+        c.fidelity = Fidelity::Linux;
+        c.base = Base::Newreno;
+    });
+    let mut f = Flow::new(cc, 20, 10);
+    // MINRTT 20.7 ms → 20 ms: Target = 40 ms. Samples alternate 20.7 and 40.7 ms:
+    // mean 30.7 → 30 ms. α = 150 + ⌊⌊10·150/2⌋/30⌋ = 175.
+    for k in 0..50 {
+        let rtt = if k % 2 == 0 { us(20_700) } else { us(40_700) };
+        f.ack(ms(10 * k), rtt);
+    }
+    f.ack(ms(500), us(20_700));
+    assert_eq!(f.cc.alpha(), Some(1.75));
+    // MINRTT drops to 10 ms, but Target stays 40 (set once): mean ≈ 30 → 30 ms again:
+    // 175 + ⌊⌊10·175/2⌋/30⌋ = 175 + 29 = 204.
+    f.ack(ms(510), ms(10));
+    for k in 0..48 {
+        let rtt = if k % 2 == 0 { us(20_700) } else { us(40_700) };
+        f.ack(ms(520 + 10 * k), rtt);
+    }
+    f.ack(ms(1000), us(30_000));
+    assert_eq!(f.cc.min_rtt(), Some(ms(10)));
+    assert_eq!(f.cc.alpha(), Some(2.04));
+}
+
+#[test]
+fn linux_ifip_compares_whole_milliseconds_inclusively() {
+    let cc = ifip(|c| {
+        c.fidelity = Fidelity::Linux;
+        c.base = Base::Newreno;
+    });
+    let mut f = Flow::new(cc, 10, 5);
+    // 100.9 ms floors to 100 ≤ Target 100: good, +⌊100/100⌋ = 1 in the counter.
+    f.ack(ms(1), us(100_900));
+    assert_eq!((f.cc.phase(), f.sock.cwnd_cnt), ("good", 1));
+    f.ack(ms(2), ms(101));
+    assert_eq!(f.cc.phase(), "waiting");
+}
+
 // ---------------------------------------------------------------------------------
 // Configuration
 // ---------------------------------------------------------------------------------
@@ -681,7 +775,11 @@ fn validate_names_the_field() {
     .validate()
     .unwrap_err();
     assert_eq!(e.field, "interval_ms");
-    assert!(e.to_string().starts_with("interval_ms: 0 ms is out of range"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("interval_ms: 0 ms is out of range"),
+        "{e}"
+    );
 }
 
 #[test]

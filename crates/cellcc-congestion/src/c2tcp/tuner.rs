@@ -126,9 +126,8 @@ impl Tuner {
                 let min_ms = min_rtt.map(|d| d.as_ns() / NS_PER_US / US_PER_MS);
                 let target_ms = if target.is_zero() {
                     if self.auto_target_ms.is_none() {
-                        self.auto_target_ms = min_ms
-                            .filter(|&m| m > 0)
-                            .map(|m| m * AUTO_TARGET_MIN_RTTS);
+                        self.auto_target_ms =
+                            min_ms.filter(|&m| m > 0).map(|m| m * AUTO_TARGET_MIN_RTTS);
                     }
                     self.auto_target_ms?
                 } else {

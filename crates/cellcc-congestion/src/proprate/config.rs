@@ -42,8 +42,8 @@ pub struct PropRateConfig {
     pub rd_min_window_s: f64,
     /// Packets in the first Slow Start burst and in each Monitor burst (§4, default 10).
     pub burst_packets: u32,
-    /// Window cap as a multiple of ρ·(RTT + D_max) (Table 3 "window-capped"; the paper
-    /// gives no value; default 2).
+    /// Window cap as a multiple of ρ·(RTT + D_max), the flight the waveform needs at its
+    /// peak (Table 3 "window-capped"; the paper gives no value; default 1).
     pub cwnd_gain: f64,
     /// Floor of k_d (Eq. 8 can give k_d ≤ 0 when RTT is small against T; default 0.1, so
     /// Buffer Drain keeps sending and its ACKs keep measuring t_buff).
@@ -61,7 +61,7 @@ impl Default for PropRateConfig {
             rho_gain: 0.125,
             rd_min_window_s: 300.0,
             burst_packets: 10,
-            cwnd_gain: 2.0,
+            cwnd_gain: 1.0,
             k_d_min: 0.1,
         }
     }
@@ -189,7 +189,7 @@ mod tests {
         let c = PropRateConfig::default();
         assert_eq!((c.t_buff_ms, c.l_max_ms, c.nfl), (40.0, 120.0, true));
         assert_eq!((c.rho_timestamps, c.rho_window_ms, c.rho_gain), (50, 500.0, 0.125));
-        assert_eq!((c.burst_packets, c.cwnd_gain, c.k_d_min), (10, 2.0, 0.1));
+        assert_eq!((c.burst_packets, c.cwnd_gain, c.k_d_min), (10, 1.0, 0.1));
         assert_eq!(c.rd_min_window_s, 300.0);
         assert_eq!(c.validate(), Ok(()));
         assert_eq!(c.t_buff(), Dur::from_ms(40));

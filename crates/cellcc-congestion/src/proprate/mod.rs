@@ -78,8 +78,10 @@
 //! 7. **Sending.** Instead of a per-tick packet count rounded up in Fill and down in
 //!    Drain/Monitor, the stack's EDT pacing sends at the state's rate exactly. The window
 //!    cap (the paper's "window-capped", value not given) is
-//!    `max(4, ⌈cwnd_gain·ρ·(RTT + D_max)/MSS⌉)`, `cwnd_gain` = 2: twice the largest flight
-//!    the waveform needs, so it binds only when ACKs stop (outages).
+//!    `max(4, ⌈cwnd_gain·ρ·(RTT + D_max)/MSS⌉)`, `cwnd_gain` = 1: the flight the waveform
+//!    needs at its peak. In the buffer-emptied regime RTT + D_max ≤ L_max (Eq. 4), so the
+//!    cap keeps what is in flight within ρ·L_max; it binds when ACKs stop (outages),
+//!    when whatever is sent only queues.
 //! 8. **Bursts** (Slow Start, Monitor) are sent back to back: line-rate pacing
 //!    (`sock.max_pacing_rate`) and a window of `in_flight + unsent burst packets`. A
 //!    Slow Start burst ends when all its packets are delivered or lost; it yields ρ if

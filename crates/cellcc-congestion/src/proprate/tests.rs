@@ -241,10 +241,10 @@ fn slow_start_doubles_the_burst_until_timestamps_give_a_rate() {
 fn fill_and_drain_pace_at_k_f_and_k_d_times_rho_and_switch_at_t() {
     let mut c = Conn::pr_h(false);
     let mut t = c.through_slow_start();
-    // Fill: σ_f = 4/3 × 2 896 000 = 3 861 333 B/s. Window cap = 2·ρ·(RTT + D_max) =
-    // 2 × 2 896 000 × 0.160 / 1448 = 640 packets.
+    // Fill: σ_f = 4/3 × 2 896 000 = 3 861 333 B/s. Window cap = ρ·(RTT + D_max) =
+    // 2 896 000 × 0.160 / 1448 = 320 packets.
     assert_eq!(c.sock.pacing_rate, 3_861_333);
-    assert_eq!(c.sock.cwnd, 640);
+    assert_eq!(c.sock.cwnd, 320);
     c.send(100);
     t = c.ack_pairs(t, 5, 79);
     assert_eq!(c.phase(), "buffer_fill");
@@ -253,7 +253,7 @@ fn fill_and_drain_pace_at_k_f_and_k_d_times_rho_and_switch_at_t() {
     t = c.ack_pairs(t, 1, 80);
     assert_eq!(c.phase(), "buffer_drain");
     assert_eq!(c.sock.pacing_rate, 1_930_666);
-    assert_eq!(c.sock.cwnd, 640);
+    assert_eq!(c.sock.cwnd, 320);
     // Still above T: stay; below: Fill again.
     t = c.ack_pairs(t, 3, 120);
     assert_eq!(c.phase(), "buffer_drain");
@@ -290,7 +290,7 @@ fn monitor_follows_rtt_rho_packets_of_drain_and_measures_afresh() {
     t = c.ack_pairs(t, 1, 100);
     assert_eq!(c.phase(), "monitor");
     assert_eq!(c.sock.pacing_rate, 965_333);
-    assert_eq!(c.sock.cwnd, 640);
+    assert_eq!(c.sock.cwnd, 320);
     // Deliver what was in flight before the burst (2 per ms, as before) ...
     let before_burst = c.sock.packets_in_flight() - 10;
     t = c.ack_pairs(t, before_burst / 2, 100);
@@ -444,7 +444,7 @@ fn window_cap_and_rates_have_floors() {
     let mut c = Conn::pr_h(true);
     c.through_slow_start();
     // A collapsed estimate is read as 10 packets/s = 14 480 B/s: σ_f = 19 306 B/s, and
-    // the cap 2 × 14 480 × 0.16 / 1448 = 3.2 → 4 packets (CWND_MIN).
+    // the cap 14 480 × 0.16 / 1448 = 1.6 → 4 packets (CWND_MIN).
     c.cc.rho.set(1);
     c.cc.set_pacing_rate(&mut c.sock);
     c.cc.set_cwnd(&mut c.sock);

@@ -12,6 +12,10 @@
 //! * Constant channel: `bytes_in((k+1)·tti) − bytes_in(k·tti)`, cumulative floors from
 //!   time 0, so the per-TTI bytes never drift from the rate (at 12 Mbit/s and 1 ms,
 //!   exactly 1500 bytes per TTI; at 1 Mbit/s and 0.5 ms, 62 or 63 bytes).
+//!
+//! The cell reads a trace channel through a forward-only [`Cursor`] (TTIs are asked for
+//! in non-decreasing order): a busy cell steps from one opportunity to the next, a jump
+//! over idle time is a binary search. Constant channels are pure arithmetic.
 
 use std::sync::Arc;
 

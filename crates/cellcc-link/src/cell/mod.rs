@@ -250,7 +250,10 @@ impl<T> Cell<T> {
     /// If `ue` is not a UE of the cell (a wiring error, not user input).
     pub fn enqueue(&mut self, now: Time, ue: usize, item: T, ip_len: u32) -> EnqueueResult<T> {
         let count = self.ues.len();
-        assert!(ue < count, "UE {ue} does not exist: the cell has {count} UEs");
+        assert!(
+            ue < count,
+            "UE {ue} does not exist: the cell has {count} UEs"
+        );
         self.advance(now);
         let state = &mut self.ues[ue];
         let max = state.channel.max_charged_bytes();

@@ -24,16 +24,14 @@ mod path;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use cellcc_link::{
-    BernoulliLoss as LossModel, Delay, DropReason, EnqueueResult, Link, LinkService,
-};
+use cellcc_link::{Delay, DropReason, EnqueueResult, Harq, Jitter, Link, LinkService, LossModel};
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
 use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
 use crate::packet::{AckSegment, DataSegment};
-use crate::rng::{self, Stream};
-use crate::scenario::Scenario;
+use crate::rng::{self, StageKind, Stream};
+use crate::scenario::{LinkConfig, Scenario};
 use crate::schemes;
 use crate::tcp::{SenderObserver, TcpReceiver, TcpSender};
 
@@ -135,6 +133,40 @@ fn claim(now: Time, slot: &mut Option<Time>, want: Option<Time>) -> Option<Time>
     }
 }
 
+/// A direction's radio link: its service and queue, with its outages.
+fn radio_link<T>(cfg: &LinkConfig) -> Link<T> {
+    let mut link = Link::new(cfg.service.clone(), cfg.queue.clone());
+    link.set_outages(cfg.outages.clone());
+    link
+}
+
+fn build_loss(cfg: &LinkConfig) -> LossModel {
+    cfg.loss
+        .build()
+        .expect("loss parameters are validated by Scenario::parse")
+}
+
+/// HARQ retransmission delay, then jitter, after a direction's radio link.
+fn radio_impairments<T: Send + 'static>(
+    sc: &Scenario,
+    cfg: &LinkConfig,
+    downlink: bool,
+    ue: u32,
+    stages: &mut Vec<BoxedStage<T>>,
+) {
+    let stream = |kind| rng::stream(sc.seed, Stream::Stage { downlink, ue, kind });
+    if let Some(h) = &cfg.harq {
+        let harq = Harq::new(h.clone(), stream(StageKind::Harq))
+            .expect("HARQ parameters are validated by Scenario::parse");
+        stages.push(Box::new(harq));
+    }
+    if let Some(j) = &cfg.jitter {
+        let jitter = Jitter::new(j.clone(), stream(StageKind::Jitter))
+            .expect("jitter parameters are validated by Scenario::parse");
+        stages.push(Box::new(jitter));
+    }
+}
+
 /// A simulation in progress.
 pub struct Simulation<'s> {
     sc: &'s Scenario,
@@ -188,9 +220,23 @@ impl<'s> Simulation<'s> {
         if !sc.downlink.delay.is_zero() {
             down_pre.push(Box::new(Delay::new(sc.downlink.delay)));
         }
+        let down_post = (0..ues)
+            .map(|u| {
+                let mut stages: Vec<BoxedStage<Carried>> = Vec::new();
+                if let Some(s) = &sc.scheduling {
+                    stages.push(Box::new(s.downlink_gate()));
+                }
+                radio_impairments(sc, &sc.downlink, true, u, &mut stages);
+                Chain::new(stages)
+            })
+            .collect();
         let up_post = (0..ues)
-            .map(|_| {
+            .map(|u| {
                 let mut stages: Vec<BoxedStage<AckSegment>> = Vec::new();
+                if let Some(s) = &sc.scheduling {
+                    stages.push(Box::new(s.uplink_gate()));
+                }
+                radio_impairments(sc, &sc.uplink, false, u, &mut stages);
                 if !sc.uplink.delay.is_zero() {
                     stages.push(Box::new(Delay::new(sc.uplink.delay)));
                 }
@@ -219,19 +265,19 @@ impl<'s> Simulation<'s> {
                 .collect(),
             metrics: vec![FlowMetrics::default(); sc.flows.len()],
             all: FlowMetrics::default(),
-            down_loss: LossModel::new(sc.downlink.loss),
+            down_loss: build_loss(&sc.downlink),
             down_rng: rng::stream(sc.seed, Stream::DownlinkLoss),
-            up_loss: LossModel::new(sc.uplink.loss),
+            up_loss: build_loss(&sc.uplink),
             up_rng: rng::stream(sc.seed, Stream::UplinkLoss),
             down_pre: Chain::new(down_pre),
             radio: Radio {
-                link: Link::new(sc.downlink.service.clone(), sc.downlink.queue.clone()),
+                link: radio_link(&sc.downlink),
                 timer: None,
             },
-            down_post: (0..ues).map(|_| Chain::new(Vec::new())).collect(),
+            down_post,
             up_radio: (0..ues)
                 .map(|_| UpRadio {
-                    link: Link::new(sc.uplink.service.clone(), sc.uplink.queue.clone()),
+                    link: radio_link(&sc.uplink),
                     timer: None,
                 })
                 .collect(),
