@@ -92,4 +92,10 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn phase(&self) -> &'static str {
         ""
     }
+
+    /// Named internal estimates worth reporting at the end of a run (e.g. César's
+    /// scheduling unit `("su_ms", 5.0)`), in the units their names say. Empty by default.
+    fn info(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }

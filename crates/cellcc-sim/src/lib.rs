@@ -15,4 +15,4 @@ pub mod tcp;
 pub mod traffic;
 
 pub use scenario::{Scenario, ScenarioError};
-pub use sim::{run, AckRecord, Cancelled, Conservation, SimOutput, Simulation};
+pub use sim::{run, AckRecord, Cancelled, CcInfo, Conservation, SimOutput, Simulation};

@@ -18,6 +18,13 @@ pub enum Stream {
     UplinkLoss,
     /// Per-flow randomness (e.g. BBR's initial gain-cycle phase).
     Flow(u32),
+    /// A queue's own randomness (PIE's drop decisions): the downlink radio, the uplink
+    /// radio of a UE, or the wired bottleneck.
+    Queue {
+        downlink: bool,
+        ue: u32,
+        wired: bool,
+    },
     /// A random path stage of one UE (jitter, HARQ), per direction.
     Stage {
         downlink: bool,
@@ -39,6 +46,11 @@ impl Stream {
             Stream::DownlinkLoss => 1,
             Stream::UplinkLoss => 2,
             Stream::Flow(i) => (1 << 32) | i as u64,
+            Stream::Queue {
+                downlink,
+                ue,
+                wired,
+            } => (3 << 32) | (u64::from(wired) << 24) | (u64::from(downlink) << 23) | ue as u64,
             Stream::Stage { downlink, ue, kind } => {
                 (2 << 32) | ((kind as u64) << 24) | (u64::from(downlink) << 23) | ue as u64
             }

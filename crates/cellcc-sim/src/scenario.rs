@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cellcc_link::{
-    HarqConfig, JitterConfig, LinkService, LossConfig, OutageConfig, Outages, ParamError, QueueSpec,
-    ResolvedScheduling, SchedulingConfig, Trace, TraceMode,
+    HarqConfig, JitterConfig, LinkService, LossConfig, OutageConfig, Outages, ParamError,
+    QueueSpec, QueueSpecError, ResolvedScheduling, SchedulingConfig, Trace, TraceMode,
 };
 use cellcc_units::{Bandwidth, Dur};
 use serde::Deserialize;
@@ -347,9 +347,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         None => None,
         Some(w) => {
             let rate = positive(ctx, "wired.rate_mbps", w.rate_mbps)?;
-            w.queue
-                .validate()
-                .map_err(|e| ctx.err("wired.queue", e.to_string()))?;
+            check_queue(ctx, "wired.queue", &w.queue)?;
             Some(WiredConfig {
                 rate: Bandwidth::from_mbps(rate),
                 queue: w.queue,
@@ -358,10 +356,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
     };
     let scheduling = match raw.scheduling {
         None => None,
-        Some(cfg) => Some(
-            cfg.resolve()
-                .map_err(|e| param_err(ctx, "scheduling", e))?,
-        ),
+        Some(cfg) => Some(cfg.resolve().map_err(|e| param_err(ctx, "scheduling", e))?),
     };
     let (sender, receiver) = build_tcp(raw.tcp, ctx)?;
     Ok(Scenario {
@@ -469,7 +464,8 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
             ));
         }
     }
-    loss.validate().map_err(|e| param_err(ctx, &format!("{key}.loss"), e))?;
+    loss.validate()
+        .map_err(|e| param_err(ctx, &format!("{key}.loss"), e))?;
     // Outage errors name their entry (`outages[1].start_s`) already.
     let outages = Outages::from_config(&raw.outages).map_err(|e| param_err(ctx, key, e))?;
     if let Some(j) = &raw.jitter {
@@ -481,9 +477,7 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
             .map_err(|e| param_err(ctx, &format!("{key}.harq"), e))?;
     }
     let queue = raw.queue.unwrap_or_default();
-    queue
-        .validate()
-        .map_err(|e| ctx.err(format!("{key}.queue"), e.to_string()))?;
+    check_queue(ctx, &format!("{key}.queue"), &queue)?;
     Ok(LinkConfig {
         service,
         queue,
@@ -493,6 +487,14 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
         jitter: raw.jitter,
         harq: raw.harq,
         label,
+    })
+}
+
+/// A queue's configuration; AQM parameter errors name the parameter's key.
+fn check_queue(ctx: &Ctx, key: &str, queue: &QueueSpec) -> Result<(), ScenarioError> {
+    queue.validate().map_err(|e| match e {
+        QueueSpecError::Aqm(a) => ctx.err(format!("{key}.{}", a.parameter), a.to_string()),
+        other => ctx.err(key, other.to_string()),
     })
 }
 
@@ -596,7 +598,7 @@ mod tests {
             (&GOOD.replace("delay_ms = 10", "delay_ms = -1"), "exp.toml: downlink.delay_ms: must be a number >= 0, got -1"),
             (&GOOD.replace("rate_mbps = 12", "rate_mbps = 12\ntrace = \"x\""), "exp.toml: downlink: give either `trace` or `rate_mbps`, not both"),
             (&GOOD.replace("delay_ms = 10", "queue = { kind = \"droptail\" }"), "exp.toml: downlink.queue: droptail queue needs a limit: give `packets` and/or `bytes`"),
-            (&GOOD.replace("delay_ms = 10", "queue = { kind = \"red\" }"), "exp.toml: downlink.queue.kind: unknown variant `red`, expected one of `infinite`, `droptail`, `drophead`"),
+            (&GOOD.replace("delay_ms = 10", "queue = { kind = \"red\" }"), "exp.toml: downlink.queue.kind: unknown variant `red`, expected one of `infinite`, `droptail`, `drophead`, `codel`, `pie`"),
             (&GOOD.replace("delay_ms = 10", "queue = { kind = \"droptail\", packets = 10, pkts = 3 }"), "exp.toml: downlink.queue: unknown field `pkts`"),
             (&GOOD.replace("delay_ms = 10", "loss = 1.5"), "exp.toml: downlink.loss: must be a probability in [0, 1), got 1.5"),
             (&GOOD.replace("rate_mbps = 12", "trace = \"missing.trace\""), "exp.toml: downlink.trace: "),

@@ -10,8 +10,14 @@ fn simulate(name: &str, text: &str) -> SimOutput {
     let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}"));
     let out = run(&sc);
     let c = out.conservation;
-    assert_eq!(c.data_sent, c.data_delivered + c.data_dropped + c.data_in_network);
-    assert_eq!(c.acks_sent, c.acks_delivered + c.acks_dropped + c.acks_in_network);
+    assert_eq!(
+        c.data_sent,
+        c.data_delivered + c.data_dropped + c.data_in_network
+    );
+    assert_eq!(
+        c.acks_sent,
+        c.acks_delivered + c.acks_dropped + c.acks_in_network
+    );
     out
 }
 
@@ -45,7 +51,10 @@ fn dominant_nonzero_gap_ms(gaps: &[f64]) -> f64 {
     for &g in gaps.iter().filter(|&&g| g >= 0.5) {
         *bins.entry((g / 0.25) as u64).or_default() += 1;
     }
-    let (bin, _) = bins.iter().max_by_key(|&(b, n)| (*n, std::cmp::Reverse(*b))).unwrap();
+    let (bin, _) = bins
+        .iter()
+        .max_by_key(|&(b, n)| (*n, std::cmp::Reverse(*b)))
+        .unwrap();
     (*bin as f64 + 0.5) * 0.25
 }
 
@@ -55,7 +64,9 @@ fn rtt_lines(out: &SimOutput) -> Vec<(i64, usize)> {
     for a in out.ack_log.as_ref().unwrap() {
         if let Some(r) = a.rtt {
             if a.t.as_secs_f64() >= 1.0 {
-                *lines.entry((r.as_ns() as f64 / 50_000.0).round() as i64).or_default() += 1;
+                *lines
+                    .entry((r.as_ns() as f64 / 50_000.0).round() as i64)
+                    .or_default() += 1;
             }
         }
     }
@@ -68,7 +79,11 @@ fn rtt_lines(out: &SimOutput) -> Vec<(i64, usize)> {
 fn uplink_grants_shape_the_ack_clock_and_rtt_lines() {
     for (label, table, period) in [
         ("SR 5 ms", "preset = \"lte-fdd-sr5\"", 5.0),
-        ("SR 2.5 ms", "preset = \"lte-fdd-sr5\"\nsr_period_ms = 2.5", 2.5),
+        (
+            "SR 2.5 ms",
+            "preset = \"lte-fdd-sr5\"\nsr_period_ms = 2.5",
+            2.5,
+        ),
         ("SR 8 ms", "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8", 8.0),
     ] {
         let out = simulate(label, &scheduled(table));
@@ -87,7 +102,10 @@ fn uplink_grants_shape_the_ack_clock_and_rtt_lines() {
             100.0 * top as f64 / samples as f64
         );
         assert!((peak - period).abs() <= 0.5, "{label}: peak {peak} ms");
-        assert!(near_zero > 0.5, "{label}: ACKs of one grant arrive together");
+        assert!(
+            near_zero > 0.5,
+            "{label}: ACKs of one grant arrive together"
+        );
         assert!(
             top as f64 >= 0.95 * samples as f64,
             "{label}: RTT samples fall on a few discrete lines: {lines:?}"
@@ -95,10 +113,8 @@ fn uplink_grants_shape_the_ack_clock_and_rtt_lines() {
     }
     // Without scheduling the ACK clock is the pacing (one ACK per two 0.5 ms packets at
     // 24 Mbit/s), not a grant period.
-    let plain = scheduled("preset = \"lte-fdd-sr5\"").replace(
-        "[scheduling]\npreset = \"lte-fdd-sr5\"\n",
-        "",
-    );
+    let plain = scheduled("preset = \"lte-fdd-sr5\"")
+        .replace("[scheduling]\npreset = \"lte-fdd-sr5\"\n", "");
     let out = simulate("no scheduling", &plain);
     let gaps = ack_gaps_ms(&out);
     let peak = dominant_nonzero_gap_ms(&gaps);
@@ -137,7 +153,11 @@ fn a_stall_buffers_and_a_drop_outage_loses() {
             out.summary[0].drops,
             out.summary[0].retransmits
         );
-        assert_eq!(delivered(out, 4.0, 6.0), 0.0, "{label}: nothing crosses an outage");
+        assert_eq!(
+            delivered(out, 4.0, 6.0),
+            0.0,
+            "{label}: nothing crosses an outage"
+        );
     }
     let max_bin_qdelay = |out: &SimOutput| -> f64 {
         let ts = &out.timeseries;
@@ -165,8 +185,14 @@ fn impairments_are_selectable_and_deterministic() {
         [[flows]]\nscheme = \"cubic\"\n";
     let with = |extra: &str| base.replace("[uplink]", &format!("{extra}\n[uplink]"));
     let plain = simulate("plain", base);
-    let harq = simulate("harq", &with("harq = { bler = 0.3, max_retx = 3, rtt_ms = 8 }"));
-    let jitter = simulate("jitter", &with("jitter = { dist = \"exponential\", mean_ms = 5 }"));
+    let harq = simulate(
+        "harq",
+        &with("harq = { bler = 0.3, max_retx = 3, rtt_ms = 8 }"),
+    );
+    let jitter = simulate(
+        "jitter",
+        &with("jitter = { dist = \"exponential\", mean_ms = 5 }"),
+    );
     let ge = simulate(
         "ge",
         &with("loss = { model = \"gilbert-elliott\", p = 0.001, r = 0.3, loss_bad = 0.5 }"),
@@ -183,7 +209,10 @@ fn impairments_are_selectable_and_deterministic() {
     assert!(min_owd(&harq) > 0.0 && owd(&harq) != owd(&plain));
     assert!(owd(&jitter) != owd(&plain));
     assert!(ge.summary[0].retransmits > plain.summary[0].retransmits);
-    let again = simulate("ge", &with("loss = { model = \"gilbert-elliott\", p = 0.001, r = 0.3, loss_bad = 0.5 }"));
+    let again = simulate(
+        "ge",
+        &with("loss = { model = \"gilbert-elliott\", p = 0.001, r = 0.3, loss_bad = 0.5 }"),
+    );
     assert_eq!(format!("{:?}", ge.summary), format!("{:?}", again.summary));
 }
 
@@ -198,8 +227,13 @@ fn bad_model_parameters_name_their_key() {
         (base.replace("rate_mbps = 12", "rate_mbps = 12\nloss = { model = \"gilbert-elliott\", p = 2, r = 0.1 }"), "downlink.loss.p"),
     ];
     for (text, key) in cases {
-        let err = Scenario::parse(&text, "x.toml", None).unwrap_err().to_string();
+        let err = Scenario::parse(&text, "x.toml", None)
+            .unwrap_err()
+            .to_string();
         println!("{err}");
-        assert!(err.starts_with(&format!("x.toml: {key}")), "want {key}: {err}");
+        assert!(
+            err.starts_with(&format!("x.toml: {key}")),
+            "want {key}: {err}"
+        );
     }
 }

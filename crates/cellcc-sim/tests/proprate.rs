@@ -55,7 +55,9 @@ fn trace(dir: &std::path::Path, name: &str) -> String {
 
 /// Mean queueing delay at the bottleneck (the summary's `qdelay_mean_ms`) of flow 0.
 fn mean_buffer_delay(out: &SimOutput) -> f64 {
-    out.summary[0].qdelay_mean_ms.expect("packets left the bottleneck")
+    out.summary[0]
+        .qdelay_mean_ms
+        .expect("packets left the bottleneck")
 }
 
 #[test]
@@ -104,21 +106,43 @@ fn nfl_holds_the_target_buffer_delay_on_tmobile_lte_driving() {
 #[test]
 fn zz_diag_constant() {
     let dl = std::env::var("DIAG_DL").unwrap_or("rate_mbps = 12.0".into());
-    let t0: f64 = std::env::var("DIAG_T0").map(|v| v.parse().unwrap()).unwrap_or(0.0);
+    let t0: f64 = std::env::var("DIAG_T0")
+        .map(|v| v.parse().unwrap())
+        .unwrap_or(0.0);
     let extra = std::env::var("DIAG_P").unwrap_or_default();
-    let targets: Vec<f64> = std::env::var("DIAG_TARGETS").unwrap_or("20,40,80,120".into()).split(',').map(|v| v.parse().unwrap()).collect();
+    let targets: Vec<f64> = std::env::var("DIAG_TARGETS")
+        .unwrap_or("20,40,80,120".into())
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
     let dur = std::env::var("DIAG_DUR").unwrap_or("60".into());
     for target in targets {
         let text = format!(
             "duration_s = {dur}\nseed = 1\n[metrics]\nbin_ms = 100.0\n[downlink]\n{dl}\ndelay_ms = 10.0\nqueue = {{ kind = \"droptail\", packets = 2000 }}\n\
              [uplink]\nrate_mbps = 100.0\ndelay_ms = 10.0\n[[flows]]\nscheme = \"proprate\"\nparams = {{ t_buff_ms = {target} {extra} }}\n");
-        let text = match std::env::var("DIAG_SCHEME") { Ok(sch) => text.replace("scheme = \"proprate\"", &format!("scheme = \"{sch}\"")).replace(&format!("params = {{ t_buff_ms = {target} {extra} }}"), "params = {}"), Err(_) => text };
+        let text = match std::env::var("DIAG_SCHEME") {
+            Ok(sch) => text
+                .replace("scheme = \"proprate\"", &format!("scheme = \"{sch}\""))
+                .replace(
+                    &format!("params = {{ t_buff_ms = {target} {extra} }}"),
+                    "params = {}",
+                ),
+            Err(_) => text,
+        };
         let out = simulate("diag", &text);
         let r = &out.summary[0];
         println!("target {target}: qdelay mean {:.1} p50 {:.1} p95 {:.1} tput {:.2} util {:.3} drops {} rtos {}", r.qdelay_mean_ms.unwrap(), r.qdelay_p50_ms.unwrap(), r.qdelay_p95_ms.unwrap(), r.throughput_mbps, r.utilisation.unwrap(), r.drops, r.rtos);
         if std::env::var_os("DIAG_TS").is_some() && target == 40.0 {
             let ts = &out.timeseries;
-            let cap: std::collections::HashMap<u64, f64> = (0..ts.len()).filter(|&i| ts.flow[i] == -1).map(|i| ((ts.t_s[i] * 10.0).round() as u64, ts.capacity_mbps[i].unwrap_or(-1.0))).collect();
+            let cap: std::collections::HashMap<u64, f64> = (0..ts.len())
+                .filter(|&i| ts.flow[i] == -1)
+                .map(|i| {
+                    (
+                        (ts.t_s[i] * 10.0).round() as u64,
+                        ts.capacity_mbps[i].unwrap_or(-1.0),
+                    )
+                })
+                .collect();
             for i in 0..ts.len() {
                 if ts.flow[i] == 0 && ts.t_s[i] >= t0 && ts.t_s[i] < t0 + 8.0 {
                     println!("  t {:5.1} cap {:>5.1} q {:>6.1} egress {:>5.2} pacing {:>7.2} cwnd {:>5} infl {:>5}", ts.t_s[i], cap[&((ts.t_s[i] * 10.0).round() as u64)], ts.qdelay_ms[i].unwrap_or(-1.0), ts.egress_mbps[i].unwrap_or(0.0), ts.pacing_mbps[i].unwrap_or(0.0).min(999.0), ts.cwnd[i].unwrap_or(0), ts.inflight[i].unwrap_or(0));

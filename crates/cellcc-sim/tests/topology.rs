@@ -65,3 +65,43 @@ fn flows_name_existing_ues() {
         "{err}"
     );
 }
+
+#[test]
+fn aqm_queues_are_selectable_and_report_their_drops() {
+    // C2TCP §IV-B's baseline: CUBIC over CoDel; and PIE, each with its own drops.
+    for queue in [
+        "{ kind = \"codel\", target_ms = 5, interval_ms = 100 }",
+        "{ kind = \"codel\", target_ms = 5, interval_ms = 100, variant = \"mahimahi\" }",
+        "{ kind = \"pie\", qdelay_ref_ms = 15 }",
+        "{ kind = \"pie\", qdelay_ref_ms = 15, variant = \"mahimahi\" }",
+    ] {
+        let text = format!(
+            "duration_s = 30\n[downlink]\nrate_mbps = 12\ndelay_ms = 10\nqueue = {queue}\n\
+             [uplink]\nrate_mbps = 12\ndelay_ms = 10\n[[flows]]\nscheme = \"cubic\"\n"
+        );
+        let out = simulate("aqm", &text);
+        conserved(&out);
+        let row = &out.summary[0];
+        println!(
+            "{queue}: utilisation {:.3}, mean queueing delay {:.1} ms, drops {}",
+            row.utilisation.unwrap(),
+            row.qdelay_mean_ms.unwrap(),
+            row.drops
+        );
+        assert!(row.drops > 0);
+        assert!(
+            row.qdelay_mean_ms.unwrap() < 60.0,
+            "the AQM keeps the queue short"
+        );
+        assert!(row.utilisation.unwrap() > 0.8);
+    }
+    let bad = "duration_s = 10\n[downlink]\nrate_mbps = 12\nqueue = { kind = \"codel\", interval_ms = 0 }\n\
+        [[flows]]\nscheme = \"cubic\"\n";
+    let err = Scenario::parse(bad, "x.toml", None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("x.toml: downlink.queue.interval_ms: codel: interval_ms"),
+        "{err}"
+    );
+}

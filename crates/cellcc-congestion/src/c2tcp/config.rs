@@ -242,7 +242,7 @@ impl C2tcpConfig {
 
     /// α in thousandths (the controller's fixed point).
     pub(super) fn alpha_milli(&self) -> u32 {
-        // Linux fidelity: α is a ×100 integer, validated above.
+        // Nearest thousandth; with Linux fidelity validate() has checked α is in 0.01s.
         (self.alpha * 1000.0).round() as u32
     }
 }

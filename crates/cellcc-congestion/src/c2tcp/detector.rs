@@ -5,16 +5,15 @@
 //! state (`first_time`, `next_time`, `N`) and tells the Action Enforcer what to do.
 //!
 //! ```text
-//!                 rtt < Setpoint (every ACK: Action Enforcer "increase")
-//!             +---------------------------------------------------------+
-//!             v                                                         |
-//!   +------+  rtt >= Setpoint  +--------+  still no good sample at      +-----+
-//!   | Good |------------------>| Normal |  next_time = t0 + Interval -->| Bad |--+
-//!   +------+  next_time :=     +--------+  back-off; next_time :=       +-----+  |
-//!       ^     now + Interval                now + Interval/√N; N += 1     ^      |
-//!       |                                                                 +------+
-//!       +---------------- rtt < Setpoint: N := 1 ------------------ each next_time:
-//!                                                                   back-off again
+//!          any state: rtt < Setpoint -> Increase, N := 1, episode ends
+//!      +----------------------------------------------------------+
+//!      v                                                          |
+//!  +------+  rtt >= Setpoint    +--------+  now > next_time   +-----+
+//!  | Good |-------------------->| Normal |------------------->| Bad |---+
+//!  +------+  next_time :=       +--------+  Backoff,          +-----+   |
+//!            now + Interval                 next_time := now +   ^      |
+//!                                           Interval/√N, N += 1  +------+
+//!                                           (again at each later next_time)
 //! ```
 //!
 //! No timer and no windowed minimum are needed (JSAC §III-B2, "Notice"): a good sample

@@ -13,9 +13,20 @@ pub struct SimOutput {
     pub link: LinkSummary,
     pub events: u64,
     pub packet_log: Option<String>,
+    /// Per flow: the congestion control's phase and named estimates at the end of the
+    /// run ([`cellcc_congestion::CongestionControl::info`]).
+    pub cc_info: Vec<CcInfo>,
     /// Every ACK the senders received, when `[metrics] ack_log = true`.
     pub ack_log: Option<Vec<AckRecord>>,
     pub conservation: Conservation,
+}
+
+/// A flow's congestion control at the end of a run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CcInfo {
+    pub flow: u32,
+    pub phase: &'static str,
+    pub values: Vec<(&'static str, f64)>,
 }
 
 /// One ACK arriving at its sender.
@@ -134,8 +145,22 @@ impl Simulation<'_> {
             .map(|r| r.link.queued_packets() + usize::from(r.link.has_packet_in_transit()))
             .sum::<usize>() as u64
             + self.up_post.iter().map(|c| c.held() as u64).sum::<u64>();
+        let cc_info = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let cc = f.sender.as_ref()?.cc();
+                Some(CcInfo {
+                    flow: i as u32,
+                    phase: cc.phase(),
+                    values: cc.info(),
+                })
+            })
+            .collect();
         SimOutput {
             summary,
+            cc_info,
             timeseries: ts,
             link,
             events: self.events,

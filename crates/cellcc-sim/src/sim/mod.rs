@@ -35,7 +35,7 @@ use crate::scenario::{LinkConfig, Scenario};
 use crate::schemes;
 use crate::tcp::{SenderObserver, TcpReceiver, TcpSender};
 
-pub use finish::{AckRecord, Conservation, LinkSummary, SimOutput};
+pub use finish::{AckRecord, CcInfo, Conservation, LinkSummary, SimOutput};
 use path::{BoxedStage, Chain};
 
 /// Events between progress callbacks.
@@ -133,11 +133,27 @@ fn claim(now: Time, slot: &mut Option<Time>, want: Option<Time>) -> Option<Time>
     }
 }
 
-/// A direction's radio link: its service and queue, with its outages.
-fn radio_link<T>(cfg: &LinkConfig) -> Link<T> {
-    let mut link = Link::new(cfg.service.clone(), cfg.queue.clone());
+/// A direction's radio link: its service and queue, with its outages; `queue_seed`
+/// feeds a randomised queue discipline (PIE).
+fn radio_link<T>(cfg: &LinkConfig, queue_seed: u64) -> Link<T> {
+    let mut link = Link::try_with_seed(cfg.service.clone(), cfg.queue.clone(), queue_seed)
+        .expect("link and queue parameters are validated by Scenario::parse");
     link.set_outages(cfg.outages.clone());
     link
+}
+
+/// The seed of a queue's own random stream.
+fn queue_seed(sc: &Scenario, downlink: bool, ue: u32, wired: bool) -> u64 {
+    use rand_core::Rng;
+    rng::stream(
+        sc.seed,
+        Stream::Queue {
+            downlink,
+            ue,
+            wired,
+        },
+    )
+    .next_u64()
 }
 
 fn build_loss(cfg: &LinkConfig) -> LossModel {
@@ -212,10 +228,13 @@ impl<'s> Simulation<'s> {
         let ues = 1;
         let mut down_pre: Vec<BoxedStage<DataSegment>> = Vec::new();
         if let Some(w) = &sc.wired {
-            down_pre.push(Box::new(Link::<DataSegment>::new(
+            let link = Link::<DataSegment>::try_with_seed(
                 LinkService::constant(w.rate),
                 w.queue.clone(),
-            )));
+                queue_seed(sc, true, 0, true),
+            )
+            .expect("wired link parameters are validated by Scenario::parse");
+            down_pre.push(Box::new(link));
         }
         if !sc.downlink.delay.is_zero() {
             down_pre.push(Box::new(Delay::new(sc.downlink.delay)));
@@ -271,13 +290,13 @@ impl<'s> Simulation<'s> {
             up_rng: rng::stream(sc.seed, Stream::UplinkLoss),
             down_pre: Chain::new(down_pre),
             radio: Radio {
-                link: radio_link(&sc.downlink),
+                link: radio_link(&sc.downlink, queue_seed(sc, true, 0, false)),
                 timer: None,
             },
             down_post,
             up_radio: (0..ues)
-                .map(|_| UpRadio {
-                    link: radio_link(&sc.uplink),
+                .map(|u| UpRadio {
+                    link: radio_link(&sc.uplink, queue_seed(sc, false, u, false)),
                     timer: None,
                 })
                 .collect(),
