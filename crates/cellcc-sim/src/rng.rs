@@ -18,6 +18,8 @@ pub enum Stream {
     UplinkLoss,
     /// Per-flow randomness (e.g. BBR's initial gain-cycle phase).
     Flow(u32),
+    /// Background source `background[i]`.
+    Background(u32),
     /// A queue's own randomness (PIE's drop decisions): the downlink radio, the uplink
     /// radio of a UE, or the wired bottleneck.
     Queue {
@@ -46,6 +48,7 @@ impl Stream {
             Stream::DownlinkLoss => 1,
             Stream::UplinkLoss => 2,
             Stream::Flow(i) => (1 << 32) | i as u64,
+            Stream::Background(i) => (4 << 32) | i as u64,
             Stream::Queue {
                 downlink,
                 ue,

@@ -10,14 +10,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cellcc_link::{
-    HarqConfig, JitterConfig, LinkService, LossConfig, OutageConfig, Outages, ParamError,
-    QueueSpec, QueueSpecError, ResolvedScheduling, SchedulingConfig, Trace, TraceMode,
+    CellConfig, CellSpec, HarqConfig, JitterConfig, LinkService, LossConfig, OutageConfig, Outages,
+    ParamError, QueueSpec, QueueSpecError, ResolvedScheduling, SchedulingConfig, Trace, TraceMode,
 };
 use cellcc_units::{Bandwidth, Dur};
 use serde::Deserialize;
 
 use crate::schemes;
 use crate::tcp::{App, ReceiverConfig, SenderConfig};
+use crate::traffic::BackgroundSource;
 
 /// A scenario problem: where it is and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +65,16 @@ pub struct FlowConfig {
     pub ue: u32,
 }
 
+/// One background source.
+#[derive(Debug, Clone)]
+pub struct BackgroundConfig {
+    pub ue: u32,
+    pub source: BackgroundSource,
+    /// Congestion control of short TCP flows.
+    pub scheme: String,
+    pub params: toml::Table,
+}
+
 /// A shared wired bottleneck between the servers and the base station (C2TCP §VIII-A:
 /// two servers → switch → UE), traversed by every downlink packet before the
 /// propagation delay and the radio.
@@ -92,6 +103,11 @@ pub struct Scenario {
     pub uplink: LinkConfig,
     pub flows: Vec<FlowConfig>,
     pub wired: Option<WiredConfig>,
+    /// A shared cell: per-UE queues and channels served by a TTI scheduler. When set,
+    /// the downlink's `service` and `queue` are unused (each UE has its own).
+    pub cell: Option<CellSpec>,
+    /// Background traffic at the UEs (UDP sources, short TCP flows).
+    pub background: Vec<BackgroundConfig>,
     /// Cellular scheduling: uplink grants for ACKs, downlink service bursts.
     pub scheduling: Option<ResolvedScheduling>,
     pub metrics: MetricsConfig,
@@ -105,7 +121,10 @@ struct RawScenario {
     name: Option<String>,
     duration_s: f64,
     seed: Option<u64>,
-    downlink: RawLink,
+    downlink: Option<RawLink>,
+    cell: Option<CellConfig>,
+    #[serde(default)]
+    background: Vec<RawBackground>,
     uplink: Option<RawLink>,
     flows: Vec<RawFlow>,
     wired: Option<RawWired>,
@@ -149,6 +168,17 @@ struct RawFlow {
     app: Option<toml::Value>,
     #[serde(default)]
     ue: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBackground {
+    #[serde(default)]
+    ue: u32,
+    source: BackgroundSource,
+    scheme: Option<String>,
+    #[serde(default)]
+    params: toml::Table,
 }
 
 #[derive(Deserialize)]
@@ -282,7 +312,7 @@ fn ms(v: f64) -> Dur {
 
 fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
     let duration = Dur::from_secs_f64(positive(ctx, "duration_s", raw.duration_s)?);
-    let downlink = build_link(raw.downlink, "downlink", ctx)?;
+    let (downlink, cell) = build_radio(raw.downlink, raw.cell, ctx)?;
     let uplink = match raw.uplink {
         Some(u) => build_link(u, "uplink", ctx)?,
         None => build_link(
@@ -333,7 +363,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         packet_log: raw.metrics.packet_log.unwrap_or(false),
         ack_log: raw.metrics.ack_log.unwrap_or(false),
     };
-    let ues = 1;
+    let ues = cell.as_ref().map_or(1, |c| c.ues.len() as u32);
     if let Some((i, f)) = flows.iter().enumerate().find(|(_, f)| f.ue >= ues) {
         return Err(ctx.err(
             format!("flows[{i}].ue"),
@@ -341,6 +371,43 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
                 "UE {} does not exist: this scenario has {ues} UE(s), numbered from 0",
                 f.ue
             ),
+        ));
+    }
+    let mut background = Vec::with_capacity(raw.background.len());
+    for (i, b) in raw.background.into_iter().enumerate() {
+        let key = format!("background[{i}]");
+        if b.ue >= ues {
+            return Err(ctx.err(
+                format!("{key}.ue"),
+                format!("UE {} does not exist: this scenario has {ues} UE(s)", b.ue),
+            ));
+        }
+        b.source
+            .validate()
+            .map_err(|e| ctx.err(format!("{key}.source.{}", e.field), e.reason))?;
+        let is_tcp = matches!(b.source, BackgroundSource::ShortFlows(_));
+        if !is_tcp && (b.scheme.is_some() || !b.params.is_empty()) {
+            return Err(ctx.err(
+                format!("{key}.scheme"),
+                "only short_flows sources are TCP; UDP sources take no scheme or params",
+            ));
+        }
+        let scheme = b.scheme.unwrap_or_else(|| "cubic".into());
+        if is_tcp {
+            schemes::build(&scheme, &b.params, 0)
+                .map_err(|e| ctx.err(format!("{key}.{}", e.key), e.message))?;
+        }
+        background.push(BackgroundConfig {
+            ue: b.ue,
+            source: b.source,
+            scheme,
+            params: b.params,
+        });
+    }
+    if cell.is_some() && raw.metrics.packet_log == Some(true) {
+        return Err(ctx.err(
+            "metrics.packet_log",
+            "the mm-link packet log describes one link; it is not available with [cell]",
         ));
     }
     let wired = match raw.wired {
@@ -367,6 +434,8 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         uplink,
         flows,
         wired,
+        cell,
+        background,
         scheduling,
         metrics,
         sender,
@@ -402,6 +471,60 @@ fn build_app(v: Option<&toml::Value>, key: &str, ctx: &Ctx) -> Result<App, Scena
         }
         Some(other) => Err(ctx.err(key, format!("got {other}; {expected}"))),
     }
+}
+
+/// Cell capacity placeholder for the downlink table when a cell serves the UEs.
+const CELL_PLACEHOLDER_MBPS: f64 = 1000.0;
+
+/// The downlink: one link, or (with `[cell]`) a cell whose UEs carry the channels and
+/// queues while `[downlink]` gives only delay, loss, jitter and HARQ.
+fn build_radio(
+    downlink: Option<RawLink>,
+    cell: Option<CellConfig>,
+    ctx: &Ctx,
+) -> Result<(LinkConfig, Option<CellSpec>), ScenarioError> {
+    let Some(cell) = cell else {
+        let Some(raw) = downlink else {
+            return Err(ctx.err(
+                "downlink",
+                "missing [downlink] (or a [cell] with [[cell.ues]])",
+            ));
+        };
+        return Ok((build_link(raw, "downlink", ctx)?, None));
+    };
+    let mut raw = downlink.unwrap_or_default();
+    for (present, name) in [
+        (raw.trace.is_some(), "trace"),
+        (raw.rate_mbps.is_some(), "rate_mbps"),
+        (raw.mode.is_some(), "mode"),
+        (raw.queue.is_some(), "queue"),
+        (!raw.outages.is_empty(), "outages"),
+    ] {
+        if present {
+            return Err(ctx.err(
+                format!("downlink.{name}"),
+                "with [cell], each UE's channel and queue are given in [[cell.ues]]",
+            ));
+        }
+    }
+    raw.rate_mbps = Some(CELL_PLACEHOLDER_MBPS);
+    let mut link = build_link(raw, "downlink", ctx)?;
+    let spec = cell
+        .to_spec(|_, path| Trace::from_file(&resolve(path, ctx.base_dir)).map(Arc::new))
+        .map_err(|e| ctx.err(format!("cell.{}", e.field()), error_chain(&e)))?;
+    link.label = format!("cell of {} UEs ({:?})", spec.ues.len(), spec.scheduler);
+    Ok((link, Some(spec)))
+}
+
+/// An error and its sources, on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
 }
 
 fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, ScenarioError> {

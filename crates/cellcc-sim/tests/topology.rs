@@ -105,3 +105,145 @@ fn aqm_queues_are_selectable_and_report_their_drops() {
         "{err}"
     );
 }
+
+/// Mean throughput (Mbit/s) of `flow` over bins starting in `[from_s, to_s)`.
+fn mean_tput(out: &SimOutput, flow: i64, from_s: f64, to_s: f64) -> f64 {
+    let ts = &out.timeseries;
+    let v: Vec<f64> = (0..ts.len())
+        .filter(|&i| ts.flow[i] == flow && ts.t_s[i] >= from_s && ts.t_s[i] < to_s)
+        .map(|i| ts.throughput_mbps[i].unwrap_or(0.0))
+        .collect();
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+const CELL: &str = "[cell]\nscheduler = \"pf\"\n\
+    [[cell.ues]]\nrate_mbps = 24\nqueue = { kind = \"droptail\", packets = 400 }\n\
+    [[cell.ues]]\nrate_mbps = 24\nqueue = { kind = \"droptail\", packets = 400 }\n\
+    [[cell.ues]]\nrate_mbps = 24\nqueue = { kind = \"droptail\", packets = 400 }\n\
+    [[cell.ues]]\nrate_mbps = 24\nqueue = { kind = \"droptail\", packets = 400 }\n";
+
+#[test]
+fn a_shared_cell_splits_capacity_among_its_ues() {
+    let mut text = format!(
+        "duration_s = 30\n{CELL}[downlink]\ndelay_ms = 10\n[uplink]\nrate_mbps = 50\ndelay_ms = 10\n"
+    );
+    for ue in 0..4 {
+        text += &format!("[[flows]]\nscheme = \"cubic\"\nue = {ue}\n");
+    }
+    let out = simulate("cell4", &text);
+    conserved(&out);
+    let x: Vec<f64> = out.summary[..4].iter().map(|r| r.throughput_mbps).collect();
+    let jain = x.iter().sum::<f64>().powi(2) / (4.0 * x.iter().map(|v| v * v).sum::<f64>());
+    println!("PF cell, 4 Cubic flows on 24 Mbit/s channels: {x:.2?} Mbit/s, Jain {jain:.4}");
+    assert!(jain >= 0.98, "{jain}");
+    // One TTI serves one UE: together they share one UE's worth of channel.
+    let total: f64 = x.iter().sum();
+    assert!(total > 20.0 && total <= 24.0 * 1.001, "{total}");
+}
+
+#[test]
+fn background_traffic_steps_capacity_down_and_up() {
+    // LTE study Fig. 5: a 12 Mbit/s UDP source on another UE starts at 10 s and stops
+    // at 20 s; it takes half of the round-robin cell's TTIs meanwhile.
+    let text = "duration_s = 30\n[cell]\nscheduler = \"rr\"\n\
+        [[cell.ues]]\nrate_mbps = 24\nqueue = { kind = \"droptail\", packets = 200 }\n\
+        [[cell.ues]]\nrate_mbps = 24\nqueue = { kind = \"droptail\", packets = 100 }\n\
+        [downlink]\ndelay_ms = 10\n[uplink]\nrate_mbps = 50\ndelay_ms = 10\n\
+        [[flows]]\nscheme = \"cubic\"\n\
+        [[background]]\nue = 1\nsource = { kind = \"cbr\", rate_mbps = 12, packet_bytes = 1500, start_s = 10, stop_s = 20 }\n";
+    let out = simulate("step", text);
+    conserved(&out);
+    let before = mean_tput(&out, 0, 5.0, 10.0);
+    let during = mean_tput(&out, 0, 12.0, 20.0);
+    let after = mean_tput(&out, 0, 23.0, 30.0);
+    let bg = out
+        .summary
+        .iter()
+        .find(|r| r.flow == -2)
+        .expect("background row");
+    println!(
+        "capacity step: {before:.2} → {during:.2} → {after:.2} Mbit/s; background {:.2} Mbit/s over the run",
+        bg.throughput_mbps
+    );
+    assert!(before > 20.0 && after > 20.0);
+    assert!((during - 12.0).abs() < 1.5, "{during}");
+    // 12 Mbit/s for 10 of 30 s, less the 52-byte headers.
+    assert!(
+        (bg.throughput_mbps - 4.0 * 1448.0 / 1500.0).abs() < 0.2,
+        "{}",
+        bg.throughput_mbps
+    );
+    assert_eq!(out.summary.iter().filter(|r| r.flow >= 0).count(), 1);
+}
+
+#[test]
+fn short_flows_load_a_cell_and_are_recorded() {
+    // The LTE study's loaded cell: short TCP flows at 50 % of a 24 Mbit/s UE channel.
+    let text = format!(
+        "duration_s = 30\n{CELL}[downlink]\ndelay_ms = 10\n[uplink]\nrate_mbps = 50\ndelay_ms = 10\n\
+         [[flows]]\nscheme = \"cubic\"\n\
+         [[background]]\nue = 1\nscheme = \"cubic\"\n[background.source]\nkind = \"short_flows\"\n\
+         load = 0.5\ncapacity_mbps = 24\nsize = {{ kind = \"exponential\", mean = 50000 }}\n"
+    );
+    let out = simulate("short", &text);
+    conserved(&out);
+    let n = out.short_flows.len();
+    let done = out
+        .short_flows
+        .iter()
+        .filter(|f| f.completed.is_some())
+        .count();
+    let offered: u64 = out.short_flows.iter().map(|f| f.bytes).sum();
+    let bg = out.summary.iter().find(|r| r.flow == -2).unwrap();
+    println!(
+        "short flows: {n} started, {done} completed, offered {:.2} Mbit/s, carried {:.2} Mbit/s; main flow {:.2} Mbit/s",
+        offered as f64 * 8.0 / 30e6,
+        bg.throughput_mbps,
+        out.summary[0].throughput_mbps
+    );
+    // λ = 0.5 × 24e6 / 8 / 50 kB = 30 flows/s.
+    assert!((800..=1000).contains(&n), "{n}");
+    // Every flow that started more than 10 s before the end has finished.
+    let early = out
+        .short_flows
+        .iter()
+        .filter(|f| f.start.as_secs_f64() < 20.0);
+    for f in early.clone().filter(|f| f.completed.is_none()).take(5) {
+        println!("unfinished: {f:?}");
+    }
+    assert!(early.clone().all(|f| f.completed.is_some()));
+    assert!(early.count() > 500);
+    assert!(out.summary[0].throughput_mbps > 5.0);
+    let again = simulate("short", &text);
+    assert_eq!(out.short_flows, again.short_flows);
+}
+
+#[test]
+fn cell_scenarios_reject_per_link_keys() {
+    let bad = format!(
+        "duration_s = 10\n{CELL}[downlink]\nrate_mbps = 10\n[[flows]]\nscheme = \"cubic\"\n"
+    );
+    let err = Scenario::parse(&bad, "x.toml", None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("x.toml: downlink.rate_mbps: with [cell]"),
+        "{err}"
+    );
+    let bad = format!(
+        "duration_s = 10\n{CELL}[[flows]]\nscheme = \"cubic\"\n[[background]]\nue = 9\nsource = {{ kind = \"cbr\", rate_mbps = 1, packet_bytes = 1500 }}\n"
+    );
+    let err = Scenario::parse(&bad, "x.toml", None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("x.toml: background[0].ue: UE 9 does not exist"),
+        "{err}"
+    );
+    let bad =
+        "duration_s = 10\n[cell]\n[[cell.ues]]\nrate_mbps = -1\n[[flows]]\nscheme = \"cubic\"\n";
+    let err = Scenario::parse(bad, "x.toml", None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("x.toml: cell.ues[0].rate_mbps"), "{err}");
+}

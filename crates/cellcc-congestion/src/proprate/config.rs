@@ -99,19 +99,19 @@ impl PropRateConfig {
     /// Check every value; the error names the field and the accepted range.
     pub fn validate(&self) -> Result<(), PropRateConfigError> {
         let err = |field, reason: String| Err(PropRateConfigError { field, reason });
-        for (field, v, min) in [
-            ("t_buff_ms", self.t_buff_ms, 0.0),
-            ("l_max_ms", self.l_max_ms, 0.0),
-            ("rho_window_ms", self.rho_window_ms, 0.0),
-            ("rd_min_window_s", self.rd_min_window_s * 1000.0, 0.0),
+        for (field, v, unit, max) in [
+            ("t_buff_ms", self.t_buff_ms, "ms", MAX_MS),
+            ("l_max_ms", self.l_max_ms, "ms", MAX_MS),
+            ("rho_window_ms", self.rho_window_ms, "ms", MAX_MS),
+            (
+                "rd_min_window_s",
+                self.rd_min_window_s,
+                "s",
+                MAX_MS / 1000.0,
+            ),
         ] {
-            if !(v.is_finite() && v > min && v <= MAX_MS) {
-                let shown = if field == "rd_min_window_s" {
-                    self.rd_min_window_s
-                } else {
-                    v
-                };
-                return err(field, format!("{shown} must be > 0 and at most one hour"));
+            if !(v.is_finite() && v > 0.0 && v <= max) {
+                return err(field, format!("{v} must be in (0, {max}] {unit}"));
             }
         }
         if self.t_buff_ms < 1.0 {
@@ -123,7 +123,10 @@ impl PropRateConfig {
         if self.rho_timestamps < 2 {
             return err(
                 "rho_timestamps",
-                format!("{} must be at least 2 (a rate needs two timestamps)", self.rho_timestamps),
+                format!(
+                    "{} must be at least 2 (a rate needs two timestamps)",
+                    self.rho_timestamps
+                ),
             );
         }
         if !(self.rho_gain.is_finite() && self.rho_gain > 0.0 && self.rho_gain <= 1.0) {
@@ -136,7 +139,10 @@ impl PropRateConfig {
             );
         }
         if !(self.cwnd_gain.is_finite() && (1.0..=100.0).contains(&self.cwnd_gain)) {
-            return err("cwnd_gain", format!("{} is outside [1, 100]", self.cwnd_gain));
+            return err(
+                "cwnd_gain",
+                format!("{} is outside [1, 100]", self.cwnd_gain),
+            );
         }
         if !(self.k_d_min.is_finite() && self.k_d_min > 0.0 && self.k_d_min < 1.0) {
             return err("k_d_min", format!("{} is outside (0, 1)", self.k_d_min));
@@ -188,7 +194,10 @@ mod tests {
     fn defaults_are_documented_values_and_valid() {
         let c = PropRateConfig::default();
         assert_eq!((c.t_buff_ms, c.l_max_ms, c.nfl), (40.0, 120.0, true));
-        assert_eq!((c.rho_timestamps, c.rho_window_ms, c.rho_gain), (50, 500.0, 0.125));
+        assert_eq!(
+            (c.rho_timestamps, c.rho_window_ms, c.rho_gain),
+            (50, 500.0, 0.125)
+        );
         assert_eq!((c.burst_packets, c.cwnd_gain, c.k_d_min), (10, 1.0, 0.1));
         assert_eq!(c.rd_min_window_s, 300.0);
         assert_eq!(c.validate(), Ok(()));
@@ -218,16 +227,79 @@ mod tests {
         assert_eq!(e.field, "t_buff_ms");
         assert_eq!(
             e.to_string(),
-            "proprate.t_buff_ms: 0 must be > 0 and at most one hour"
+            "proprate.t_buff_ms: 0 must be in (0, 3600000] ms"
         );
-        assert_eq!(bad(PropRateConfig { t_buff_ms: 0.5, ..d() }).field, "t_buff_ms");
-        assert_eq!(bad(PropRateConfig { l_max_ms: f64::NAN, ..d() }).field, "l_max_ms");
-        assert_eq!(bad(PropRateConfig { rho_timestamps: 1, ..d() }).field, "rho_timestamps");
-        assert_eq!(bad(PropRateConfig { rho_window_ms: -1.0, ..d() }).field, "rho_window_ms");
-        assert_eq!(bad(PropRateConfig { rho_gain: 1.5, ..d() }).field, "rho_gain");
-        assert_eq!(bad(PropRateConfig { rd_min_window_s: 0.0, ..d() }).field, "rd_min_window_s");
-        assert_eq!(bad(PropRateConfig { burst_packets: 0, ..d() }).field, "burst_packets");
-        assert_eq!(bad(PropRateConfig { cwnd_gain: 0.5, ..d() }).field, "cwnd_gain");
-        assert_eq!(bad(PropRateConfig { k_d_min: 1.0, ..d() }).field, "k_d_min");
+        assert_eq!(
+            bad(PropRateConfig {
+                t_buff_ms: 0.5,
+                ..d()
+            })
+            .field,
+            "t_buff_ms"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                l_max_ms: f64::NAN,
+                ..d()
+            })
+            .field,
+            "l_max_ms"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                rho_timestamps: 1,
+                ..d()
+            })
+            .field,
+            "rho_timestamps"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                rho_window_ms: -1.0,
+                ..d()
+            })
+            .field,
+            "rho_window_ms"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                rho_gain: 1.5,
+                ..d()
+            })
+            .field,
+            "rho_gain"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                rd_min_window_s: 0.0,
+                ..d()
+            })
+            .field,
+            "rd_min_window_s"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                burst_packets: 0,
+                ..d()
+            })
+            .field,
+            "burst_packets"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                cwnd_gain: 0.5,
+                ..d()
+            })
+            .field,
+            "cwnd_gain"
+        );
+        assert_eq!(
+            bad(PropRateConfig {
+                k_d_min: 1.0,
+                ..d()
+            })
+            .field,
+            "k_d_min"
+        );
     }
 }

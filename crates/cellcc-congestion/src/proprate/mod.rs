@@ -63,18 +63,25 @@
 //!    always uses SACK, so the dup-ACK = one MSS rule is not needed). The window is the
 //!    last 50 distinct receiver timestamps, at most 500 ms; each completed timestamp gives
 //!    one window rate, folded into ρ with weight 1/8 (`rho_gain`; the paper gives none).
-//!    Application-limited samples are skipped. The window restarts after Slow Start and
-//!    after an idle restart, so pauses in sending are not read as a slow receiver.
+//!    A window in which an ACK saw the buffer empty (t_buff ≤ 1 tick) measured the
+//!    sender, not the link (§3's model assumes a busy bottleneck): its rate may raise ρ
+//!    but not lower it, as BBR treats application-limited samples. Without this rule ρ
+//!    followed σ_d and σ_m down while draining an empty buffer and collapsed on the
+//!    driving traces. Application-limited samples are skipped. The window restarts after
+//!    Slow Start and after an idle restart, so pauses are not read as a slow receiver.
 //! 5. **RD_min** is a windowed minimum over 300 s (`rd_min_window_s`), not "re-measured in
 //!    Monitor". In the buffer-full regime the buffer never empties by design (D_min =
 //!    t̄_buff/2), so a short window or a reset from the Monitor's packets would take a
 //!    queued delay as the baseline; the controller then adds the target on top of it,
 //!    again at every expiry, and latency ratchets up. A shorter window can be configured.
-//! 6. **Relative one-way delay.** RD = TSval − TSecr of the ACK. ACKs that carry SACK
-//!    blocks or do not advance `snd_una` echo the TSval of the last in-order segment
-//!    (§4.1); for those the send time of the most recently (S)ACKed segment
-//!    (`now − rs.rtt`, the paper's "the sender records the sending time of each packet")
-//!    replaces TSecr, and no sample is taken when there is no RTT sample.
+//! 6. **Relative one-way delay.** RD = t_r − t_s with t_r the ACK's TSval and t_s the
+//!    send time (in timestamp ticks) of the newest (S)ACKed segment, `now − rs.rtt`: the
+//!    segment whose arrival made the receiver send the ACK (the paper: "the sender
+//!    records the sending time of each packet"). The echoed TSecr is used only on
+//!    in-order ACKs without an RTT sample. TSecr is stale after a loss (§4.1), and with
+//!    delayed ACKs it echoes the first segment of the pair, one pacing interval older:
+//!    at σ_d = 0.1·ρ on an 8 Mbit/s link that interval is 14 ms (29 ms at σ_m), read as
+//!    buffer delay.
 //! 7. **Sending.** Instead of a per-tick packet count rounded up in Fill and down in
 //!    Drain/Monitor, the stack's EDT pacing sends at the state's rate exactly. The window
 //!    cap (the paper's "window-capped", value not given) is
@@ -88,19 +95,23 @@
 //!    its ACKs carry at least two distinct timestamps; otherwise the next burst is twice
 //!    as long. The Monitor burst is followed by σ_m = σ_d/2 until all 10 packets are
 //!    delivered or lost and at least two timestamps were seen (the issue's "10-packet
-//!    burst at σ_d/2": the burst measures, σ_m is the rate while it does).
+//!    burst at σ_d/2": the burst measures, σ_m is the rate while it does; pacing the 10
+//!    packets at σ_m instead measured σ_m whenever the buffer was empty and dropped
+//!    PR(L)'s utilisation on TMobile-LTE-driving to 0.07). A Monitor estimate ≥ ρ joins
+//!    ρ's EWMA as one sample instead of replacing ρ: ten packets span one or two ticks of
+//!    a bursty cellular link; when it replaced ρ, one such estimate on
+//!    TMobile-LTE-driving raised the window to 1078 packets and the queue to 700 ms.
 //! 9. **Monitor** is entered after ⌈ρ·RTT/MSS⌉ packets (new or retransmitted) were sent in
 //!    Drain, RTT being the base RTT as everywhere in the paper. With Eq. 7's gains a
 //!    nominal Drain lasts 2(T + RTT) and sends (T + 2·RTT)·ρ, so Monitor is part of most
-//!    Drain phases, not an exception; the NFL absorbs the extra drain (see the
-//!    documentation for measured numbers).
+//!    Drain phases, not an exception; the NFL absorbs the extra drain.
 //! 10. **RTO** (`set_state(Loss)`) restarts Slow Start with a 10-packet burst; ρ, RD_min,
-//!    T and t_actual are kept until the burst measures ρ again. Fast recovery does not
-//!    change the rate (§4.3); `ssthresh` is left alone and undo keeps cwnd.
+//!     T and t_actual are kept until the burst measures ρ again. Fast recovery does not
+//!     change the rate (§4.3); `ssthresh` is left alone and undo keeps cwnd.
 //! 11. **Timestamp granularity** is the connection's (`sock.ts_granularity`); the paper's
-//!    default assumption of 10 ms and its granularity estimator are not needed.
+//!     default assumption of 10 ms and its granularity estimator are not needed.
 //! 12. **Floors.** ρ is read as at least 10 packets per second, so Drain and Monitor keep
-//!    sending probes after an outage.
+//!     sending probes after an outage.
 //!
 //! # Differences from reference code
 //!

@@ -124,7 +124,11 @@ impl Gains {
         };
         // NaN (a degenerate T = RTT = 0) falls to the bounds as well.
         let k_f = if k_f >= K_F_MIN { k_f } else { K_F_MIN };
-        let k_d = if k_d >= k_d_min { k_d.min(K_D_MAX) } else { k_d_min };
+        let k_d = if k_d >= k_d_min {
+            k_d.min(K_D_MAX)
+        } else {
+            k_d_min
+        };
         Gains {
             regime,
             u,

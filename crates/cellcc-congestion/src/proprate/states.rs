@@ -7,7 +7,8 @@
 //! * **Buffer Drain**: pace at σ_d = k_d·ρ until t_buff < T, or until ⌈ρ·RTT⌉ packets
 //!   were sent in Drain, then Monitor.
 //! * **Monitor**: a back-to-back burst of 10 packets, then σ_m = σ_d/2 until the burst's
-//!   ACKs give a fresh receive rate: at least ρ → Fill with it, else Drain.
+//!   ACKs give a fresh receive rate: at least ρ → Fill (the rate joins ρ's EWMA), else
+//!   Drain.
 //!
 //! Bursts are realised with the stack's pacing and window: the pacing rate is the line
 //! rate (`sock.max_pacing_rate`, unpaced by default) and the window admits exactly the

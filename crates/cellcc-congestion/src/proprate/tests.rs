@@ -219,7 +219,10 @@ fn slow_start_doubles_the_burst_until_timestamps_give_a_rate() {
     assert_eq!(c.sock.cwnd, 10);
     // All 10 arrive in receiver tick 30 (5 ACKs): no estimate, the burst doubles.
     for i in 0..5 {
-        assert!(matches!(c.cc.state(), State::SlowStart(b) if b.len == 10), "ack {i}");
+        assert!(
+            matches!(c.cc.state(), State::SlowStart(b) if b.len == 10),
+            "ack {i}"
+        );
         // While the burst is acknowledged nothing new may be sent.
         assert_eq!(c.sock.cwnd, c.sock.packets_in_flight().max(1));
         c.ack(40, 2, 30, 0);
@@ -323,7 +326,10 @@ fn monitor_follows_rtt_rho_packets_of_drain_and_measures_afresh() {
     let after = c.cc.rho().unwrap() as f64;
     // The same ACK also closed a window for the EWMA, so allow that sample's share.
     let folded = before + (7_240_000.0 - before) / 8.0;
-    assert!((after - folded).abs() < 0.02 * folded, "{before} -> {after}");
+    assert!(
+        (after - folded).abs() < 0.02 * folded,
+        "{before} -> {after}"
+    );
     assert_eq!(c.cc.monitors(), 2);
 }
 
@@ -377,7 +383,11 @@ fn nfl_lowers_t_in_fill_after_too_much_delay_and_not_without_the_loop() {
         assert_eq!(c.cc.threshold(), ms(80));
         c.ack_pairs(t, 1, 50);
         assert_eq!(c.cc.t_actual(), Some(Dur::from_us(111_250)));
-        let expect = if nfl { Dur::from_ns(76_557_981) } else { ms(80) };
+        let expect = if nfl {
+            Dur::from_ns(76_557_981)
+        } else {
+            ms(80)
+        };
         assert_eq!(c.cc.threshold(), expect, "nfl = {nfl}");
     }
 }

@@ -16,6 +16,8 @@ pub struct SimOutput {
     /// Per flow: the congestion control's phase and named estimates at the end of the
     /// run ([`cellcc_congestion::CongestionControl::info`]).
     pub cc_info: Vec<CcInfo>,
+    /// Every background short TCP flow, in start order.
+    pub short_flows: Vec<ShortFlowRecord>,
     /// Every ACK the senders received, when `[metrics] ack_log = true`.
     pub ack_log: Option<Vec<AckRecord>>,
     pub conservation: Conservation,
@@ -27,6 +29,18 @@ pub struct CcInfo {
     pub flow: u32,
     pub phase: &'static str,
     pub values: Vec<(&'static str, f64)>,
+}
+
+/// A background short TCP flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ShortFlowRecord {
+    /// Index of its `[[background]]` source.
+    pub background: u32,
+    pub start: Time,
+    /// Application bytes.
+    pub bytes: u64,
+    /// When its last byte reached the application, if it did.
+    pub completed: Option<Time>,
 }
 
 /// One ACK arriving at its sender.
@@ -68,22 +82,29 @@ impl Simulation<'_> {
     pub(super) fn finish(mut self) -> SimOutput {
         let end = self.end;
         let bin = self.sc.metrics.bin;
-        let first_start = self
-            .flows
+        // The scenario's own flows come first in `flows`; background flows follow.
+        let main = self.sc.flows.len();
+        let first_start = self.flows[..main]
             .iter()
             .map(|f| f.start)
             .min()
             .unwrap_or(Time::ZERO);
-        let mut summary = Vec::with_capacity(self.flows.len() + 1);
-        for (i, f) in self.flows.iter().enumerate() {
+        // Utilisation refers to the channel of the first flow's UE (in a cell: as if
+        // that UE were alone).
+        let ue0 = self.flows.first().map_or(0, |f| f.ue);
+        let mut summary = Vec::with_capacity(main + 2);
+        for (i, f) in self.flows[..main].iter().enumerate() {
             let m = &self.metrics[i];
             let stop = m.completed_at.unwrap_or(end);
             let active = stop.saturating_since(f.start);
-            let cap = self.radio.link.capacity_bytes(f.start, stop);
+            let cap = self.radio.link.capacity_bytes(f.ue, f.start, stop);
             summary.push(m.summary(i as i64, &f.scheme, f.start, active, Some(cap)));
         }
-        let cap_all = self.radio.link.capacity_bytes(first_start, end);
-        let schemes: Vec<&str> = self.flows.iter().map(|f| f.scheme.as_str()).collect();
+        let cap_all = self.radio.link.capacity_bytes(ue0, first_start, end);
+        let schemes: Vec<&str> = self.flows[..main]
+            .iter()
+            .map(|f| f.scheme.as_str())
+            .collect();
         let mut scheme_all = schemes.clone();
         scheme_all.dedup();
         let all_label = if scheme_all.len() == 1 {
@@ -114,10 +135,20 @@ impl Simulation<'_> {
             drops: all_row.drops,
         };
         summary.push(all_row);
+        if self.flows.len() > main {
+            // Everything the background sources carried, as one row (flow = -2).
+            summary.push(self.bg.summary(
+                -2,
+                "background",
+                Time::ZERO,
+                end.saturating_since(Time::ZERO),
+                None,
+            ));
+        }
 
         let bins = (end.as_ns().div_ceil(bin.as_ns())) as usize;
         let mut ts = TimeSeries::default();
-        for (i, f) in self.flows.iter().enumerate() {
+        for (i, f) in self.flows[..main].iter().enumerate() {
             let from = (f.start.as_ns() / bin.as_ns()) as usize;
             ts.push_flow(i as i64, &self.metrics[i], bin, from, bins);
         }
@@ -125,7 +156,7 @@ impl Simulation<'_> {
         for b in 0..bins {
             let t0 = Time(b as u64 * bin.as_ns());
             let t1 = Time(((b as u64 + 1) * bin.as_ns()).min(end.as_ns()));
-            let cap = self.radio.link.capacity_bytes(t0, t1) as f64 * 8.0
+            let cap = self.radio.link.capacity_bytes(ue0, t0, t1) as f64 * 8.0
                 / t1.saturating_since(t0).as_secs_f64().max(1e-12)
                 / 1e6;
             let egress = self.all.bin_egress_bytes(b) as f64 * 8.0 / secs / 1e6;
@@ -136,7 +167,7 @@ impl Simulation<'_> {
         let mut conservation = self.count;
         conservation.data_in_network = (self.down_pre.held()
             + self.radio.link.queued_packets()
-            + usize::from(self.radio.link.has_packet_in_transit())
+            + self.radio.link.in_transit()
             + self.down_post.iter().map(|c| c.held()).sum::<usize>())
             as u64;
         conservation.acks_in_network = self
@@ -159,6 +190,7 @@ impl Simulation<'_> {
             })
             .collect();
         SimOutput {
+            short_flows: std::mem::take(&mut self.short_flows),
             summary,
             cc_info,
             timeseries: ts,

@@ -20,23 +20,28 @@
 
 mod finish;
 mod path;
+mod radio;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use cellcc_link::{Delay, DropReason, EnqueueResult, Harq, Jitter, Link, LinkService, LossModel};
+use cellcc_link::{
+    Cell, Delay, DropReason, EnqueueResult, Harq, Jitter, Link, LinkService, LossModel,
+};
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
 use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
-use crate::packet::{AckSegment, DataSegment};
+use crate::packet::{AckSegment, DataSegment, HEADER_BYTES};
 use crate::rng::{self, StageKind, Stream};
 use crate::scenario::{LinkConfig, Scenario};
 use crate::schemes;
-use crate::tcp::{SenderObserver, TcpReceiver, TcpSender};
+use crate::tcp::{App, SenderObserver, TcpReceiver, TcpSender};
+use crate::traffic::{BackgroundSource, ShortFlow, ShortFlowArrivals, UdpSource};
 
-pub use finish::{AckRecord, CcInfo, Conservation, LinkSummary, SimOutput};
+pub use finish::{AckRecord, CcInfo, Conservation, LinkSummary, ShortFlowRecord, SimOutput};
 use path::{BoxedStage, Chain};
+use radio::RadioLink;
 
 /// Events between progress callbacks.
 const PROGRESS_EVERY: u64 = 1 << 14;
@@ -60,6 +65,10 @@ enum Event {
     Stage(ChainId, u16),
     DownRadio,
     UpRadio(u32),
+    /// A background UDP source's next packet.
+    Udp(u32),
+    /// A background short-flow generator's next arrival.
+    ShortArrival(u32),
     Sample,
 }
 
@@ -68,10 +77,23 @@ enum Event {
 #[error("simulation cancelled")]
 pub struct Cancelled;
 
+/// Where a flow comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// `flows[i]` of the scenario.
+    Scenario(usize),
+    /// A short TCP flow of `background[i]`; `record` indexes the output's list.
+    Short { background: usize, record: usize },
+    /// The packets of UDP source `background[i]` (no TCP endpoints).
+    Udp(usize),
+}
+
 struct Flow {
     scheme: String,
     start: Time,
     ue: u32,
+    origin: Origin,
+    app: App,
     sender: Option<TcpSender>,
     receiver: Option<TcpReceiver>,
     sender_timer: Option<Time>,
@@ -108,9 +130,9 @@ struct Carried {
     queued_at: Time,
 }
 
-/// The downlink radio: one link (single UE).
+/// The downlink radio: one link, or a shared cell.
 struct Radio {
-    link: Link<DataSegment>,
+    link: RadioLink,
     timer: Option<Time>,
 }
 
@@ -210,6 +232,17 @@ pub struct Simulation<'s> {
     ack_log: Option<Vec<AckRecord>>,
     link_series: Vec<(u64, u64)>,
     count: Conservation,
+    /// Aggregate of the background flows (kept out of the scenario flows' `all`).
+    bg: FlowMetrics,
+    udp: Vec<(UdpSource, u32)>,
+    /// Short-flow generators: arrivals, the next flow, and the `background[]` index.
+    short: Vec<(ShortFlowArrivals, Option<ShortFlow>, usize)>,
+    short_flows: Vec<ShortFlowRecord>,
+}
+
+/// A background UDP packet's payload length for a given IP length.
+fn udp_payload(ip_len: u32) -> u32 {
+    ip_len.saturating_sub(HEADER_BYTES).max(1)
 }
 
 impl<'s> Simulation<'s> {
@@ -225,7 +258,7 @@ impl<'s> Simulation<'s> {
             };
             PacketLog::new(&format!("{:?}", sc.downlink.queue), opps, bytes)
         });
-        let ues = 1;
+        let ues = sc.cell.as_ref().map_or(1, |c| c.ues.len() as u32);
         let mut down_pre: Vec<BoxedStage<DataSegment>> = Vec::new();
         if let Some(w) = &sc.wired {
             let link = Link::<DataSegment>::try_with_seed(
@@ -272,10 +305,13 @@ impl<'s> Simulation<'s> {
             flows: sc
                 .flows
                 .iter()
-                .map(|f| Flow {
+                .enumerate()
+                .map(|(i, f)| Flow {
                     scheme: f.scheme.clone(),
                     start: Time::ZERO + f.start,
                     ue: f.ue,
+                    origin: Origin::Scenario(i),
+                    app: f.app,
                     sender: None,
                     receiver: None,
                     sender_timer: None,
@@ -290,7 +326,15 @@ impl<'s> Simulation<'s> {
             up_rng: rng::stream(sc.seed, Stream::UplinkLoss),
             down_pre: Chain::new(down_pre),
             radio: Radio {
-                link: radio_link(&sc.downlink, queue_seed(sc, true, 0, false)),
+                link: match &sc.cell {
+                    None => {
+                        RadioLink::Link(radio_link(&sc.downlink, queue_seed(sc, true, 0, false)))
+                    }
+                    Some(spec) => RadioLink::Cell(
+                        Cell::try_with_seed(spec.clone(), queue_seed(sc, true, 0, false))
+                            .expect("cell parameters are validated by Scenario::parse"),
+                    ),
+                },
                 timer: None,
             },
             down_post,
@@ -307,12 +351,66 @@ impl<'s> Simulation<'s> {
             ack_log: sc.metrics.ack_log.then(Vec::new),
             link_series: Vec::new(),
             count: Conservation::default(),
+            bg: FlowMetrics::default(),
+            udp: Vec::new(),
+            short: Vec::new(),
+            short_flows: Vec::new(),
         };
         for (i, f) in sc.flows.iter().enumerate() {
             sim.push(Time::ZERO + f.start, Event::FlowStart(i as u32));
         }
+        for (k, b) in sc.background.iter().enumerate() {
+            let rng = rng::stream(sc.seed, Stream::Background(k as u32));
+            match &b.source {
+                BackgroundSource::Cbr(c) => {
+                    let src = UdpSource::cbr(c).expect("validated by Scenario::parse");
+                    sim.add_udp(k, b.ue, src);
+                }
+                BackgroundSource::OnOff(c) => {
+                    let src = UdpSource::on_off(c, rng).expect("validated by Scenario::parse");
+                    sim.add_udp(k, b.ue, src);
+                }
+                BackgroundSource::ShortFlows(c) => {
+                    let mut arrivals =
+                        ShortFlowArrivals::new(c, rng).expect("validated by Scenario::parse");
+                    let first = arrivals.next_flow();
+                    let idx = sim.short.len() as u32;
+                    if let Some(f) = &first {
+                        sim.push(f.start, Event::ShortArrival(idx));
+                    }
+                    sim.short.push((arrivals, first, k));
+                }
+            }
+        }
         sim.push(Time::ZERO + sc.metrics.bin, Event::Sample);
         sim
+    }
+
+    /// Register UDP source `background[k]` as a flow and schedule its first packet.
+    fn add_udp(&mut self, k: usize, ue: u32, mut src: UdpSource) {
+        let flow = self.flows.len() as u32;
+        self.flows.push(Flow {
+            scheme: "udp".into(),
+            start: Time::ZERO,
+            ue,
+            origin: Origin::Udp(k),
+            app: App::Bulk,
+            sender: None,
+            receiver: None,
+            sender_timer: None,
+            receiver_timer: None,
+        });
+        self.metrics.push(FlowMetrics::default());
+        let idx = self.udp.len() as u32;
+        let first = src.next_send();
+        self.udp.push((src, flow));
+        if let Some(t) = first {
+            self.push(t, Event::Udp(idx));
+        }
+    }
+
+    fn is_background(&self, flow: u32) -> bool {
+        !matches!(self.flows[flow as usize].origin, Origin::Scenario(_))
     }
 
     fn push(&mut self, t: Time, ev: Event) {
@@ -400,8 +498,80 @@ impl<'s> Simulation<'s> {
                 r.timer = None;
                 self.service_up(u);
             }
+            Event::Udp(k) => self.send_udp(k),
+            Event::ShortArrival(k) => self.short_arrival(k),
             Event::Sample => self.sample(),
         }
+    }
+
+    /// Background UDP source `k` sends a packet now, then schedules the next.
+    fn send_udp(&mut self, k: u32) {
+        let (src, flow) = &mut self.udp[k as usize];
+        let flow = *flow;
+        let ip_len = src.packet_bytes();
+        let next = src.next_send();
+        let m = &mut self.metrics[flow as usize];
+        let seg = DataSegment {
+            flow,
+            seq: m.sent_ip_bytes / u64::from(ip_len.max(1)),
+            len: udp_payload(ip_len),
+            tsval: 0,
+            tsecr: 0,
+            sent_at: self.now,
+            retransmit: false,
+        };
+        let len = seg.ip_len();
+        m.sent_ip_bytes += u64::from(len);
+        self.bg.sent_ip_bytes += u64::from(len);
+        self.count.data_sent += 1;
+        if self.down_loss.drops(&mut self.down_rng) {
+            self.count.data_dropped += 1;
+            self.metrics[flow as usize].drops_random += 1;
+            self.bg.drops_random += 1;
+        } else {
+            self.send_down(seg, len);
+        }
+        if let Some(t) = next {
+            self.push(t, Event::Udp(k));
+        }
+    }
+
+    /// Background generator `k`'s next short TCP flow starts now.
+    fn short_arrival(&mut self, k: u32) {
+        let (arrivals, pending, background) = &mut self.short[k as usize];
+        let background = *background;
+        let Some(flow) = pending.take() else {
+            return;
+        };
+        *pending = arrivals.next_flow();
+        if let Some(next) = pending {
+            let t = next.start;
+            self.push(t, Event::ShortArrival(k));
+        }
+        let cfg = &self.sc.background[background];
+        let i = self.flows.len() as u32;
+        self.short_flows.push(ShortFlowRecord {
+            background: background as u32,
+            start: flow.start,
+            bytes: flow.bytes,
+            completed: None,
+        });
+        self.flows.push(Flow {
+            scheme: cfg.scheme.clone(),
+            start: flow.start,
+            ue: cfg.ue,
+            origin: Origin::Short {
+                background,
+                record: self.short_flows.len() - 1,
+            },
+            app: App::Bytes(flow.bytes.max(1)),
+            sender: None,
+            receiver: None,
+            sender_timer: None,
+            receiver_timer: None,
+        });
+        self.metrics.push(FlowMetrics::default());
+        self.start_flow(i);
     }
 
     fn schedule_stages(&mut self, id: ChainId, wakeups: &mut Vec<(u16, Time)>) {
@@ -446,13 +616,20 @@ impl<'s> Simulation<'s> {
     }
 
     fn start_flow(&mut self, i: u32) {
-        let cfg = &self.sc.flows[i as usize];
+        let (scheme, params) = match self.flows[i as usize].origin {
+            Origin::Scenario(k) => (&self.sc.flows[k].scheme, &self.sc.flows[k].params),
+            Origin::Short { background, .. } => {
+                let b = &self.sc.background[background];
+                (&b.scheme, &b.params)
+            }
+            Origin::Udp(_) => unreachable!("UDP sources have no TCP endpoints"),
+        };
         let seed = rng::flow_seed(self.sc.seed, i);
         // Scheme and parameters were validated when the scenario was loaded.
-        let cc = schemes::build(&cfg.scheme, &cfg.params, seed)
+        let cc = schemes::build(scheme, params, seed)
             .expect("scheme parameters are validated by Scenario::parse");
         let f = &mut self.flows[i as usize];
-        f.sender = Some(TcpSender::new(i, &self.sc.sender, cc, cfg.app, self.now));
+        f.sender = Some(TcpSender::new(i, &self.sc.sender, cc, f.app, self.now));
         f.receiver = Some(TcpReceiver::new(i, &self.sc.receiver, self.now));
         self.pump_sender(i);
     }
@@ -465,19 +642,25 @@ impl<'s> Simulation<'s> {
             let Some(s) = f.sender.as_mut() else { return };
             let mut obs = Observer {
                 flow: &mut self.metrics[i as usize],
-                all: &mut self.all,
+                all: if matches!(f.origin, Origin::Scenario(_)) {
+                    &mut self.all
+                } else {
+                    &mut self.bg
+                },
                 last_rtt: None,
             };
             let Some(seg) = s.poll_transmit(now, &mut obs) else {
                 break;
             };
             let len = seg.ip_len();
+            let bg = self.is_background(i);
+            let all = if bg { &mut self.bg } else { &mut self.all };
             self.count.data_sent += 1;
             self.metrics[i as usize].sent_ip_bytes += len as u64;
-            self.all.sent_ip_bytes += len as u64;
+            all.sent_ip_bytes += len as u64;
             if self.down_loss.drops(&mut self.down_rng) {
                 self.metrics[i as usize].drops_random += 1;
-                self.all.drops_random += 1;
+                all.drops_random += 1;
                 self.count.data_dropped += 1;
                 continue;
             }
@@ -534,7 +717,8 @@ impl<'s> Simulation<'s> {
         if let Some(log) = self.log.as_mut() {
             log.arrival(at, ip_len + self.down_framing);
         }
-        if let EnqueueResult::Dropped(d) = self.radio.link.enqueue(at, seg, ip_len) {
+        let ue = self.flows[seg.flow as usize].ue;
+        if let EnqueueResult::Dropped(d) = self.radio.link.enqueue(at, ue, seg, ip_len) {
             if let Some(log) = self.log.as_mut() {
                 log.drop(at, ip_len + self.down_framing);
             }
@@ -546,10 +730,13 @@ impl<'s> Simulation<'s> {
 
     fn record_data_drop(&mut self, flow: u32, reason: DropReason) {
         self.count.data_dropped += 1;
-        let m = &mut self.metrics[flow as usize];
         let _ = reason;
-        m.drops_queue += 1;
-        self.all.drops_queue += 1;
+        self.metrics[flow as usize].drops_queue += 1;
+        if self.is_background(flow) {
+            self.bg.drops_queue += 1;
+        } else {
+            self.all.drops_queue += 1;
+        }
     }
 
     /// Run the downlink radio up to now and hand departures to the UEs' chains.
@@ -598,18 +785,28 @@ impl<'s> Simulation<'s> {
         let owd = t.saturating_since(seg.sent_at);
         let qdelay = t.saturating_since(c.queued_at);
         let charged = ip_len + self.down_framing;
+        let bg = self.is_background(seg.flow);
         self.metrics[i].on_egress(t, ip_len, charged, owd, qdelay, bin);
-        self.all.on_egress(t, ip_len, charged, owd, qdelay, bin);
+        let all = if bg { &mut self.bg } else { &mut self.all };
+        all.on_egress(t, ip_len, charged, owd, qdelay, bin);
         let Some(r) = self.flows[i].receiver.as_mut() else {
+            // A UDP packet: its payload is what the application gets.
+            self.metrics[i].on_app_delivered(t, u64::from(seg.len), bin);
+            let all = if bg { &mut self.bg } else { &mut self.all };
+            all.on_app_delivered(t, u64::from(seg.len), bin);
             return;
         };
         let out = r.on_data(t, &seg);
         if out.delivered_bytes > 0 {
             self.metrics[i].on_app_delivered(t, out.delivered_bytes, bin);
-            self.all.on_app_delivered(t, out.delivered_bytes, bin);
-            if let crate::tcp::App::Bytes(n) = self.sc.flows[i].app {
-                if self.metrics[i].app_bytes >= n {
-                    self.metrics[i].completed_at.get_or_insert(t);
+            let all = if bg { &mut self.bg } else { &mut self.all };
+            all.on_app_delivered(t, out.delivered_bytes, bin);
+            if let App::Bytes(n) = self.flows[i].app {
+                if self.metrics[i].app_bytes >= n && self.metrics[i].completed_at.is_none() {
+                    self.metrics[i].completed_at = Some(t);
+                    if let Origin::Short { record, .. } = self.flows[i].origin {
+                        self.short_flows[record].completed = Some(t);
+                    }
                 }
             }
         }
@@ -665,10 +862,15 @@ impl<'s> Simulation<'s> {
         self.count.acks_delivered += 1;
         let i = ack.flow;
         let now = self.now;
-        if let Some(s) = self.flows[i as usize].sender.as_mut() {
+        let f = &mut self.flows[i as usize];
+        if let Some(s) = f.sender.as_mut() {
             let mut obs = Observer {
                 flow: &mut self.metrics[i as usize],
-                all: &mut self.all,
+                all: if matches!(f.origin, Origin::Scenario(_)) {
+                    &mut self.all
+                } else {
+                    &mut self.bg
+                },
                 last_rtt: None,
             };
             s.on_ack(now, &ack, &mut obs);
@@ -688,6 +890,9 @@ impl<'s> Simulation<'s> {
         let now = self.now;
         let bin = self.sc.metrics.bin;
         for (i, f) in self.flows.iter().enumerate() {
+            if !matches!(f.origin, Origin::Scenario(_)) {
+                continue;
+            }
             if let Some(s) = f.sender.as_ref() {
                 let sock = s.sock();
                 let sample = SenderSample {
