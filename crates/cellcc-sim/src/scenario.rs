@@ -140,6 +140,8 @@ struct RawScenario {
 struct RawLink {
     trace: Option<String>,
     rate_mbps: Option<f64>,
+    synth: Option<cellcc_link::synth::SynthConfig>,
+    synth_seed: Option<u64>,
     mode: Option<RawMode>,
     delay_ms: Option<f64>,
     queue: Option<QueueSpec>,
@@ -312,22 +314,23 @@ fn ms(v: f64) -> Dur {
 
 fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
     let duration = Dur::from_secs_f64(positive(ctx, "duration_s", raw.duration_s)?);
-    let (downlink, cell) = build_radio(raw.downlink, raw.cell, ctx)?;
+    let seed = raw.seed.unwrap_or(1);
+    let (downlink, cell) = build_radio(raw.downlink, raw.cell, seed, ctx)?;
     let uplink = match raw.uplink {
-        Some(u) => build_link(u, "uplink", ctx)?,
+        Some(u) => build_link(u, "uplink", seed, ctx)?,
         None => build_link(
             RawLink {
                 rate_mbps: Some(DEFAULT_UPLINK_MBPS),
                 ..Default::default()
             },
             "uplink",
+            seed,
             ctx,
         )?,
     };
     if raw.flows.is_empty() {
         return Err(ctx.err("flows", "at least one [[flows]] entry is required"));
     }
-    let seed = raw.seed.unwrap_or(1);
     let mut flows = Vec::with_capacity(raw.flows.len());
     for (i, f) in raw.flows.into_iter().enumerate() {
         let key = format!("flows[{i}]");
@@ -481,6 +484,7 @@ const CELL_PLACEHOLDER_MBPS: f64 = 1000.0;
 fn build_radio(
     downlink: Option<RawLink>,
     cell: Option<CellConfig>,
+    seed: u64,
     ctx: &Ctx,
 ) -> Result<(LinkConfig, Option<CellSpec>), ScenarioError> {
     let Some(cell) = cell else {
@@ -490,12 +494,13 @@ fn build_radio(
                 "missing [downlink] (or a [cell] with [[cell.ues]])",
             ));
         };
-        return Ok((build_link(raw, "downlink", ctx)?, None));
+        return Ok((build_link(raw, "downlink", seed, ctx)?, None));
     };
     let mut raw = downlink.unwrap_or_default();
     for (present, name) in [
         (raw.trace.is_some(), "trace"),
         (raw.rate_mbps.is_some(), "rate_mbps"),
+        (raw.synth.is_some(), "synth"),
         (raw.mode.is_some(), "mode"),
         (raw.queue.is_some(), "queue"),
         (!raw.outages.is_empty(), "outages"),
@@ -508,7 +513,7 @@ fn build_radio(
         }
     }
     raw.rate_mbps = Some(CELL_PLACEHOLDER_MBPS);
-    let mut link = build_link(raw, "downlink", ctx)?;
+    let mut link = build_link(raw, "downlink", seed, ctx)?;
     let spec = cell
         .to_spec(|_, path| Trace::from_file(&resolve(path, ctx.base_dir)).map(Arc::new))
         .map_err(|e| ctx.err(format!("cell.{}", e.field()), error_chain(&e)))?;
@@ -527,7 +532,29 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, ScenarioError> {
+fn build_link(
+    mut raw: RawLink,
+    key: &str,
+    seed: u64,
+    ctx: &Ctx,
+) -> Result<LinkConfig, ScenarioError> {
+    let mut synth = None;
+    if raw.synth_seed.is_some() && raw.synth.is_none() {
+        return Err(ctx.err(format!("{key}.synth_seed"), "applies to `synth` links only"));
+    }
+    if let Some(cfg) = raw.synth.take() {
+        if raw.trace.is_some() || raw.rate_mbps.is_some() {
+            return Err(ctx.err(key, "give one of `trace`, `rate_mbps` or `synth`"));
+        }
+        // Same scenario seed, same trace; the uplink gets its own.
+        let seed = raw
+            .synth_seed
+            .unwrap_or(seed ^ if key == "uplink" { 0x5eed_0000_0001 } else { 0 });
+        let trace = cellcc_link::synth::generate(&cfg, seed)
+            .map_err(|e| ctx.err(format!("{key}.synth.{}", e.field), e.message))?;
+        raw.trace = Some(String::new());
+        synth = Some((trace, format!("synth {} (seed {seed})", cfg.model())));
+    }
     let (service, label) = match (&raw.trace, raw.rate_mbps) {
         (Some(_), Some(_)) => {
             return Err(ctx.err(key, "give either `trace` or `rate_mbps`, not both"));
@@ -535,8 +562,22 @@ fn build_link(raw: RawLink, key: &str, ctx: &Ctx) -> Result<LinkConfig, Scenario
         (None, None) => {
             return Err(ctx.err(
                 key,
-                "missing the link capacity: give `trace = \"FILE\"` or `rate_mbps = N`",
+                "missing the link capacity: give `trace = \"FILE\"`, `rate_mbps = N` or `synth = { model = ... }`",
             ))
+        }
+        (Some(_), None) if synth.is_some() => {
+            let (trace, label) = synth.take().expect("checked");
+            let mode = match raw.mode.unwrap_or(RawMode::Loop) {
+                RawMode::Loop => TraceMode::Loop,
+                RawMode::Once => TraceMode::Once,
+            };
+            (
+                LinkService::Trace {
+                    trace: Arc::new(trace),
+                    mode,
+                },
+                label,
+            )
         }
         (Some(t), None) => {
             let path = resolve(t, ctx.base_dir);

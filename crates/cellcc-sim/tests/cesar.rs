@@ -474,3 +474,56 @@ fn runs_on_every_mahimahi_trace_in_both_directions_deterministically() {
         }
     }
 }
+
+// ----- EXPLORATION (temporary) -----
+fn sched_link(
+    scheme: &str,
+    params: &str,
+    sched: &str,
+    rate: f64,
+    delay: f64,
+    queue: &str,
+    seed: u64,
+    dur: f64,
+) -> String {
+    format!(
+        "duration_s = {dur}\nseed = {seed}\n[downlink]\nrate_mbps = {rate}\ndelay_ms = {delay}\n\
+         queue = {queue}\n[uplink]\nrate_mbps = {rate}\ndelay_ms = {delay}\n[scheduling]\n{sched}\n\
+         [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n"
+    )
+}
+
+#[test]
+fn explore() {
+    let t0 = std::time::Instant::now();
+    for sched in [
+        "preset = \"lte-fdd-sr5\"",
+        "preset = \"lte-fdd-sr5\"\nsr_period_ms = 2.5",
+        "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8",
+    ] {
+        for rate in [24.0, 48.0] {
+            for scheme in ["cesar", "bbr", "cubic"] {
+                let text = sched_link(
+                    scheme,
+                    "",
+                    sched,
+                    rate,
+                    10.0,
+                    "{ kind = \"droptail\", packets = 1000 }",
+                    1,
+                    20.0,
+                );
+                let out = simulate("x", &text);
+                let r = &out.summary[0];
+                show(&format!("{} {rate} {scheme}", sched.replace('\n', " ")), r);
+                println!(
+                    "   eff {:.4} info {:?} {:?}",
+                    r.efficiency.unwrap_or(f64::NAN),
+                    out.cc_info[0].phase,
+                    out.cc_info[0].values
+                );
+            }
+        }
+    }
+    println!("elapsed {:?}", t0.elapsed());
+}

@@ -247,3 +247,27 @@ fn cell_scenarios_reject_per_link_keys() {
         .to_string();
     assert!(err.starts_with("x.toml: cell.ues[0].rate_mbps"), "{err}");
 }
+
+#[test]
+fn synthetic_links_are_generated_from_the_scenario() {
+    let text = "duration_s = 40\nseed = 4\n[downlink]\nsynth = { model = \"steps\", base_mbps = 12, factor = 2, direction = \"up\", duration_s = 40 }\n\
+        delay_ms = 10\n[uplink]\nrate_mbps = 50\ndelay_ms = 10\n[[flows]]\nscheme = \"bbr\"\n";
+    let a = simulate("synth", text);
+    let b = simulate("synth", text);
+    conserved(&a);
+    assert_eq!(format!("{:?}", a.summary), format!("{:?}", b.summary));
+    println!(
+        "steps trace: {} at {:.2} Mbit/s, BBR utilisation {:.3}",
+        a.link.downlink,
+        a.link.capacity_mbps,
+        a.summary[0].utilisation.unwrap()
+    );
+    assert!(a.link.downlink.starts_with("synth steps"));
+    assert!(a.summary[0].utilisation.unwrap() > 0.8);
+    let bad = text.replace("base_mbps = 12", "base_mbps = -1");
+    let err = Scenario::parse(&bad, "x.toml", None)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("x.toml: downlink.synth.base_mbps"), "{err}");
+}

@@ -101,10 +101,12 @@
 //!    configured) instead of the module's reduced BBR, and its model is kept warm
 //!    in STEADY instead of frozen.
 //! 6. No per-ACK logging (`cesar_mode_outside`) and no histogram allocation: state is
-//!    observed through [`Cesar::phase_kind`] and the accessors.
+//!    observed through [`Cesar::phase_kind`], the accessors and
+//!    [`CongestionControl::info`] (SU decisions and time per state, `record.rs`).
 //! 7. Gaps are measured in ns, not µs (`tcp_mstamp`), so bin edges can differ by < 1 µs.
 
 mod config;
+mod record;
 mod sets;
 mod steps;
 mod su;
@@ -119,6 +121,7 @@ pub use su::Decision;
 use crate::bbr::{Bbr, BW_SCALE};
 use crate::{CaEvent, CaState, CongestionControl, Dur, RateSample, Sock};
 use config::Gains;
+use record::Record;
 use sets::{AckObs, ModuleSets, PaperSets, SetTracker};
 use steps::SetInput;
 use su::{Rule, SuEstimator, INITIAL_SU};
@@ -180,6 +183,8 @@ pub struct Cesar {
     min_rtt: Option<Dur>,
     /// Latest valid BW_i sample.
     last_bw: Option<u64>,
+    /// Decisions and time per state, for [`CongestionControl::info`] only.
+    record: Record,
 }
 
 impl Default for Cesar {
@@ -209,6 +214,7 @@ impl Cesar {
             pending_pattern: false,
             min_rtt: None,
             last_bw: None,
+            record: Record::default(),
             config,
         }
     }
@@ -296,12 +302,14 @@ impl Cesar {
         };
         let step = Step::new(cwnd_bytes.max(floor), bw, &self.gains);
         self.pending_pattern = false;
+        self.record.on_steady_entry();
         self.transition(State::Steady { step, sets });
     }
 
     /// Act on a scheduling-unit decision.
     fn on_decision(&mut self, d: Decision, sock: &Sock) {
         self.last_decision = Some(d);
+        self.record.on_decision(d, sock.now);
         match d {
             Decision::Pattern(su) => {
                 self.su = su;
@@ -369,6 +377,7 @@ impl Cesar {
             self.set_pacing_rate(sock);
             self.set_cwnd(sock, rs.acked_sacked);
         }
+        self.record.on_ack(sock.now, self.phase_kind());
     }
 
     /// RTT_min and this ACK's BW_i sample; `None` without an RTT sample (such ACKs
@@ -512,5 +521,15 @@ impl CongestionControl for Cesar {
 
     fn phase(&self) -> &'static str {
         self.phase_kind().name()
+    }
+
+    /// `su_ms` (the SU in use; NaN while estimating before the first decision),
+    /// `su_first_ms`, `su_min_ms`, `su_max_ms` (over the decisions that found a
+    /// pattern; NaN without one), `su_decisions` and how many found a pattern
+    /// (`pattern_decisions`), none (`no_pattern_decisions`) or kept the mode
+    /// (`unchanged_decisions`, module rule), `first_decision_s`, `steady_entries`, and
+    /// the time in each state up to the last ACK (`probe_s`, `steady_s`, `bbr_s`).
+    fn info(&self) -> Vec<(&'static str, f64)> {
+        self.record.values(self.su, self.estimator.is_some())
     }
 }
