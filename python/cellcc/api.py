@@ -83,6 +83,11 @@ class Result:
     """The scenario exactly as the simulator read it (TOML)."""
     source: str = "<scenario>"
     """Where the scenario came from (a file path, or ``<dict>``)."""
+    short_flows: pd.DataFrame | None = None
+    """Background short TCP flows (``background``, ``start_s``, ``bytes``,
+    ``completion_s`` or NaN), when the scenario has ``short_flows`` sources."""
+    cc_info: pd.DataFrame | None = None
+    """Per flow: the congestion control's phase and named estimates at the end."""
     acks: pd.DataFrame | None = None
     """Every ACK at its sender (``flow``, ``t_s``, ``rtt_ms`` or NaN) when
     ``metrics.ack_log = true``."""
@@ -130,6 +135,8 @@ class Result:
         write_parquet_atomic(out / "timeseries.parquet", self.timeseries, provenance=record)
         if self.packet_log is not None:
             write_text_atomic(out / "downlink.log", self.packet_log)
+        if self.short_flows is not None:
+            write_csv_atomic(out / "short_flows.csv", self.short_flows)
         if self.acks is not None:
             write_csv_atomic(out / "acks.csv", self.acks)
             write_parquet_atomic(out / "acks.parquet", self.acks, provenance=record)
@@ -206,6 +213,14 @@ def _leading(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[first + [c for c in frame.columns if c not in first]]
 
 
+def _frame_or_none(columns: Mapping[str, Any] | None) -> pd.DataFrame | None:
+    """A DataFrame of ``columns``, or None when there are none or no rows."""
+    if not columns:
+        return None
+    frame = pd.DataFrame(dict(columns))
+    return None if frame.empty else frame
+
+
 def _result(raw: Mapping[str, Any], text: str, source: str) -> Result:
     summary = _leading(pd.DataFrame.from_records(list(raw.get("summary") or [])))
     timeseries = _leading(pd.DataFrame(dict(raw.get("timeseries") or {})))
@@ -218,6 +233,8 @@ def _result(raw: Mapping[str, Any], text: str, source: str) -> Result:
         scenario_text=text,
         source=source,
         acks=None if raw.get("acks") is None else pd.DataFrame(dict(raw["acks"])),
+        short_flows=_frame_or_none(raw.get("short_flows")),
+        cc_info=pd.DataFrame.from_records(list(raw.get("cc_info") or [])),
     )
 
 

@@ -104,7 +104,32 @@ fn simulate(
                 .collect::<Vec<_>>(),
         })
     });
+    let short_flows = serde_json::json!({
+        "background": out.short_flows.iter().map(|f| f.background).collect::<Vec<_>>(),
+        "start_s": out.short_flows.iter().map(|f| f.start.as_secs_f64()).collect::<Vec<_>>(),
+        "bytes": out.short_flows.iter().map(|f| f.bytes).collect::<Vec<_>>(),
+        "completion_s": out
+            .short_flows
+            .iter()
+            .map(|f| f.completed.map(|c| c.saturating_since(f.start).as_secs_f64()))
+            .collect::<Vec<_>>(),
+    });
+    let cc_info: Vec<serde_json::Value> = out
+        .cc_info
+        .iter()
+        .map(|c| {
+            let mut m = serde_json::Map::new();
+            m.insert("flow".into(), c.flow.into());
+            m.insert("phase".into(), c.phase.into());
+            for (k, v) in &c.values {
+                m.insert((*k).into(), serde_json::json!(v));
+            }
+            serde_json::Value::Object(m)
+        })
+        .collect();
     let value = serde_json::json!({
+        "short_flows": short_flows,
+        "cc_info": cc_info,
         "acks": acks,
         "summary": out.summary,
         "timeseries": out.timeseries,
