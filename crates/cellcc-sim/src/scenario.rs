@@ -515,7 +515,7 @@ fn build_radio(
     raw.rate_mbps = Some(CELL_PLACEHOLDER_MBPS);
     let mut link = build_link(raw, "downlink", seed, ctx)?;
     let spec = cell
-        .to_spec(|_, path| Trace::from_file(&resolve(path, ctx.base_dir)).map(Arc::new))
+        .to_spec(|_, path| Trace::from_file(resolve(path, ctx.base_dir)).map(Arc::new))
         .map_err(|e| ctx.err(format!("cell.{}", e.field()), error_chain(&e)))?;
     link.label = format!("cell of {} UEs ({:?})", spec.ues.len(), spec.scheduler);
     Ok((link, Some(spec)))

@@ -478,36 +478,47 @@ fn runs_on_every_mahimahi_trace_in_both_directions_deterministically() {
 // ----- EXPLORATION (temporary) -----
 fn sched_link(
     scheme: &str,
-    params: &str,
+    link: &str,
     sched: &str,
-    rate: f64,
     delay: f64,
     queue: &str,
     seed: u64,
     dur: f64,
 ) -> String {
     format!(
-        "duration_s = {dur}\nseed = {seed}\n[downlink]\nrate_mbps = {rate}\ndelay_ms = {delay}\n\
-         queue = {queue}\n[uplink]\nrate_mbps = {rate}\ndelay_ms = {delay}\n[scheduling]\n{sched}\n\
-         [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n"
+        "duration_s = {dur}\nseed = {seed}\n[downlink]\n{link}\ndelay_ms = {delay}\n\
+         queue = {queue}\n[uplink]\nrate_mbps = 100\ndelay_ms = {delay}\n[scheduling]\n{sched}\n\
+         [[flows]]\nscheme = \"{scheme}\"\n"
     )
 }
 
 #[test]
 fn explore() {
     let t0 = std::time::Instant::now();
-    for sched in [
-        "preset = \"lte-fdd-sr5\"",
-        "preset = \"lte-fdd-sr5\"\nsr_period_ms = 2.5",
-        "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8",
-    ] {
-        for rate in [24.0, 48.0] {
+    let dir = traces_dir().unwrap();
+    let tr = |n: &str| format!("trace = \"{}\"", dir.join(n).display());
+    let links = vec![
+        ("48", "rate_mbps = 48".to_string()),
+        ("TM-short", tr("TMobile-LTE-short.down")),
+        ("VZ-short", tr("Verizon-LTE-short.down")),
+        ("ATT-drv", tr("ATT-LTE-driving.down")),
+    ];
+    let scheds = [
+        ("sr5", "preset = \"lte-fdd-sr5\""),
+        ("sr2.5", "preset = \"lte-fdd-sr5\"\nsr_period_ms = 2.5"),
+        ("sr8", "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8"),
+        ("sr5-dl5", "preset = \"lte-fdd-sr5\"\ndl_every_ttis = 5"),
+        ("nr-tdd-2.5", "preset = \"nr-tdd-2.5ms\""),
+        ("burst8", "preset = \"lte-sr20-burst8\""),
+    ];
+    for (sl, sched) in scheds {
+        for (ll, link) in &links {
+            let mut line = format!("{sl:>10} {ll:>9}:");
             for scheme in ["cesar", "bbr", "cubic"] {
                 let text = sched_link(
                     scheme,
-                    "",
+                    link,
                     sched,
-                    rate,
                     10.0,
                     "{ kind = \"droptail\", packets = 1000 }",
                     1,
@@ -515,14 +526,29 @@ fn explore() {
                 );
                 let out = simulate("x", &text);
                 let r = &out.summary[0];
-                show(&format!("{} {rate} {scheme}", sched.replace('\n', " ")), r);
-                println!(
-                    "   eff {:.4} info {:?} {:?}",
-                    r.efficiency.unwrap_or(f64::NAN),
-                    out.cc_info[0].phase,
-                    out.cc_info[0].values
+                let v = |n: &str| {
+                    out.cc_info[0]
+                        .values
+                        .iter()
+                        .find(|x| x.0 == n)
+                        .map_or(f64::NAN, |x| x.1)
+                };
+                line += &format!(
+                    " | {scheme} {:.2} Mb/s {:.1} ms eff {:.3}",
+                    r.throughput_mbps,
+                    r.rtt_mean_ms.unwrap(),
+                    r.efficiency.unwrap()
                 );
+                if scheme == "cesar" {
+                    line += &format!(
+                        " su {:.2}-{:.2} st {:.1}s",
+                        v("su_min_ms"),
+                        v("su_max_ms"),
+                        v("steady_s")
+                    );
+                }
             }
+            println!("{line}");
         }
     }
     println!("elapsed {:?}", t0.elapsed());

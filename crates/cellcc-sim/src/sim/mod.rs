@@ -194,12 +194,12 @@ fn radio_impairments<T: Send + 'static>(
 ) {
     let stream = |kind| rng::stream(sc.seed, Stream::Stage { downlink, ue, kind });
     if let Some(h) = &cfg.harq {
-        let harq = Harq::new(h.clone(), stream(StageKind::Harq))
+        let harq = Harq::new(*h, stream(StageKind::Harq))
             .expect("HARQ parameters are validated by Scenario::parse");
         stages.push(Box::new(harq));
     }
     if let Some(j) = &cfg.jitter {
-        let jitter = Jitter::new(j.clone(), stream(StageKind::Jitter))
+        let jitter = Jitter::new(*j, stream(StageKind::Jitter))
             .expect("jitter parameters are validated by Scenario::parse");
         stages.push(Box::new(jitter));
     }
@@ -327,13 +327,14 @@ impl<'s> Simulation<'s> {
             down_pre: Chain::new(down_pre),
             radio: Radio {
                 link: match &sc.cell {
-                    None => {
-                        RadioLink::Link(radio_link(&sc.downlink, queue_seed(sc, true, 0, false)))
-                    }
-                    Some(spec) => RadioLink::Cell(
+                    None => RadioLink::Link(Box::new(radio_link(
+                        &sc.downlink,
+                        queue_seed(sc, true, 0, false),
+                    ))),
+                    Some(spec) => RadioLink::Cell(Box::new(
                         Cell::try_with_seed(spec.clone(), queue_seed(sc, true, 0, false))
                             .expect("cell parameters are validated by Scenario::parse"),
-                    ),
+                    )),
                 },
                 timer: None,
             },

@@ -7,8 +7,8 @@ use cellcc_units::Time;
 use crate::packet::DataSegment;
 
 pub(crate) enum RadioLink {
-    Link(Link<DataSegment>),
-    Cell(Cell<DataSegment>),
+    Link(Box<Link<DataSegment>>),
+    Cell(Box<Cell<DataSegment>>),
 }
 
 impl RadioLink {
