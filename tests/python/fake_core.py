@@ -17,7 +17,19 @@ from typing import Any
 
 from cellcc import _native
 
-SCHEMES = ["newreno", "cubic", "bbr"]
+SCHEMES = [
+    "newreno",
+    "cubic",
+    "bbr",
+    "c2tcp",
+    "c2tcp-ifip",
+    "proprate",
+    "proprate-l",
+    "proprate-m",
+    "proprate-h",
+    "cesar",
+    "fixed",
+]
 
 
 class FakeCore:

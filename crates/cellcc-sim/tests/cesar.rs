@@ -493,6 +493,46 @@ fn sched_link(
 }
 
 #[test]
+fn explore_ts() {
+    for sched in [
+        "preset = \"lte-fdd-sr5\"",
+        "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8",
+    ] {
+        for scheme in ["cesar", "bbr"] {
+            let text = sched_link(
+                scheme,
+                "rate_mbps = 48",
+                sched,
+                10.0,
+                "{ kind = \"droptail\", packets = 1000 }",
+                1,
+                20.0,
+            )
+            .replace("[[flows]]", "[metrics]\nbin_ms = 100\n[[flows]]");
+            let out = simulate("x", &text);
+            let ts = &out.timeseries;
+            println!("{scheme} {sched}");
+            for i in 0..ts.len() {
+                if ts.flow[i] == 0
+                    && (ts.t_s[i] < 2.0 || (ts.t_s[i] * 10.0).round() as i64 % 20 == 0)
+                {
+                    println!(
+                        "  t {:.1} cwnd {:?} pacing {:.1} srtt {:.1} q {:.1} thr {:.1} infl {:?}",
+                        ts.t_s[i],
+                        ts.cwnd[i],
+                        ts.pacing_mbps[i].unwrap_or(f64::NAN),
+                        ts.srtt_ms[i].unwrap_or(f64::NAN),
+                        ts.qdelay_ms[i].unwrap_or(f64::NAN),
+                        ts.throughput_mbps[i].unwrap_or(f64::NAN),
+                        ts.inflight[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn explore() {
     let t0 = std::time::Instant::now();
     let dir = traces_dir().unwrap();

@@ -301,3 +301,40 @@ fn presets_and_parameter_errors() {
     let e = err("proprate", "nfl = 3");
     assert!(e.contains("params.nfl"), "{e}");
 }
+
+#[test]
+#[ignore]
+fn zz_investigate_dump_packet_logs() {
+    let dir = traces_dir().unwrap();
+    let out_dir = PathBuf::from(std::env::var_os("PR2_OUT").unwrap());
+    let down = trace_line(&dir.join("TMobile-LTE-driving.down"));
+    let extra = std::env::var("PR2_PARAMS").unwrap_or_default();
+    for target in [20.0, 40.0, 80.0] {
+        let mut text = scenario(
+            &down,
+            FAST_UPLINK,
+            "proprate",
+            &format!("t_buff_ms = {target}, nfl = true{extra}"),
+            120.0,
+        );
+        text.push_str("[metrics]\npacket_log = true\nbin_ms = 10.0\n");
+        let sc = Scenario::parse(&text, "x", None).unwrap();
+        let out = run(&sc);
+        println!(
+            "{target}: mean {:.1} rtos {} util {:.3}",
+            mean_buffer_delay(&out),
+            out.summary[0].rtos,
+            out.summary[0].utilisation.unwrap()
+        );
+        std::fs::write(
+            out_dir.join(format!("log-{target}.txt")),
+            out.packet_log.unwrap(),
+        )
+        .unwrap();
+        std::fs::write(
+            out_dir.join(format!("ts-{target}.json")),
+            serde_json::to_string(&out.timeseries).unwrap(),
+        )
+        .unwrap();
+    }
+}

@@ -338,6 +338,11 @@ impl Cesar {
         if matches!(self.state, State::Steady { .. }) || !self.bbr.full_bw_reached() {
             return;
         }
+        if self.config.fidelity == Fidelity::Paper
+            && matches!(self.bbr.mode(), crate::bbr::Mode::Startup | crate::bbr::Mode::Drain)
+        {
+            return;
+        }
         // Still probing means no decision has ruled out a pattern yet.
         let probing = matches!(self.state, State::Probe);
         let module_startup_exit = probing && self.config.fidelity == Fidelity::Module;

@@ -240,6 +240,14 @@ pub struct Simulation<'s> {
     short_flows: Vec<ShortFlowRecord>,
 }
 
+/// Return an emptied list to its slot unless the slot holds a larger one.
+fn give_back<T>(slot: &mut Vec<T>, list: Vec<T>) {
+    debug_assert!(list.is_empty());
+    if slot.is_empty() && slot.capacity() < list.capacity() {
+        *slot = list;
+    }
+}
+
 /// A background UDP packet's payload length for a given IP length.
 fn udp_payload(ip_len: u32) -> u32 {
     ip_len.saturating_sub(HEADER_BYTES).max(1)
@@ -583,35 +591,43 @@ impl<'s> Simulation<'s> {
 
     /// Hand what left chain `id` (and what it dropped) to the next element.
     fn drain_chain(&mut self, id: ChainId) {
+        // The exit and drop lists are taken while their packets are handled (handling
+        // may re-enter this chain), then handed back so their capacity is reused and
+        // steady-state runs allocate nothing here.
         match id {
             ChainId::DownPre => {
-                for (_, d) in std::mem::take(&mut self.down_pre.drops) {
-                    self.record_data_drop(d.item.flow, d.reason);
+                if !self.down_pre.drops.is_empty() {
+                    for (_, d) in std::mem::take(&mut self.down_pre.drops) {
+                        self.record_data_drop(d.item.flow, d.reason);
+                    }
                 }
-                let exits = std::mem::take(&mut self.down_pre.exits);
-                for r in exits {
+                let mut exits = std::mem::take(&mut self.down_pre.exits);
+                for r in exits.drain(..) {
                     self.enqueue_radio(r.at, r.item, r.ip_len);
                 }
+                give_back(&mut self.down_pre.exits, exits);
             }
             ChainId::DownPost(u) => {
                 let chain = &mut self.down_post[u as usize];
                 let drops = std::mem::take(&mut chain.drops);
-                let exits = std::mem::take(&mut chain.exits);
+                let mut exits = std::mem::take(&mut chain.exits);
                 for (_, d) in drops {
                     self.record_data_drop(d.item.seg.flow, d.reason);
                 }
-                for r in exits {
+                for r in exits.drain(..) {
                     self.deliver_data(r.at, r.item, r.ip_len);
                 }
+                give_back(&mut self.down_post[u as usize].exits, exits);
             }
             ChainId::UpPost(u) => {
                 let chain = &mut self.up_post[u as usize];
-                let drops = std::mem::take(&mut chain.drops);
-                let exits = std::mem::take(&mut chain.exits);
-                self.count.acks_dropped += drops.len() as u64;
-                for r in exits {
+                self.count.acks_dropped += chain.drops.len() as u64;
+                chain.drops.clear();
+                let mut exits = std::mem::take(&mut chain.exits);
+                for r in exits.drain(..) {
                     self.deliver_ack(r.item);
                 }
+                give_back(&mut self.up_post[u as usize].exits, exits);
             }
         }
     }
