@@ -114,7 +114,9 @@ class Result:
 
     def save(self, out_dir: str | os.PathLike[str], *, command: str | None = None) -> Path:
         """Write summary (JSON, CSV, Parquet), time series (CSV, Parquet), the packet log
-        if any (``downlink.log``), the ACK log if any (``acks.csv``/``.parquet``) and ``provenance.json`` into ``out_dir``; return it.
+        if any (``downlink.log``), the ACK log if any (``acks.csv``/``.parquet``), the
+        short flows if any (``short_flows.csv``) and ``provenance.json`` into ``out_dir``;
+        return it.
 
         Every file is written atomically. ``command`` is recorded as the command line that
         produced the result (default: this process's command line).

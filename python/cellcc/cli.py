@@ -700,14 +700,17 @@ def demo(
     ] = 30.0,
     seed: Annotated[int, typer.Option("--seed", min=0)] = 1,
     schemes: Annotated[
-        str | None, typer.Option("--schemes", help="Comma-separated schemes [default: all].")
+        str | None,
+        typer.Option(
+            "--schemes",
+            help="Comma-separated schemes [default: the papers' algorithms and baselines].",
+        ),
     ] = None,
 ) -> None:
-    """Offline tour: synthetic traces, every scheme, plots and an HTML report."""
-    from cellcc import api
-    from cellcc.demo import DEFAULT_PRESETS, demo_steps, run_demo
+    """Offline tour: synthetic traces, the papers' schemes, plots and an HTML report."""
+    from cellcc.demo import DEFAULT_PRESETS, DEFAULT_SCHEMES, demo_steps, run_demo
 
-    names = _split_schemes(schemes) if schemes is not None else api.schemes()
+    names = _split_schemes(schemes) if schemes is not None else list(DEFAULT_SCHEMES)
     _check_schemes(names)
     started = time.monotonic()
     with _progress(demo_steps(DEFAULT_PRESETS, names), "demo") as advance:

@@ -2,7 +2,8 @@
 
 1. Generate synthetic cellular-like traces (``cellcc.synthetic`` presets) into
    ``<out>/traces/``; no network and no external data.
-2. On each trace, run every scheme the simulator knows (one flow, 30 s, same seed),
+2. On each trace, run the default schemes (``DEFAULT_SCHEMES``: the papers' algorithms
+   and their main baselines; one flow, 30 s, same seed),
    with a 10 ms one-way delay and a 100-packet drop-tail queue in each direction (the
    C2TCP evaluation set-up).
 3. Write per-comparison results and plots under ``<out>/<preset>/`` and one HTML report,
@@ -21,10 +22,13 @@ import pandas as pd
 from cellcc import api, report, synthetic
 from cellcc.results import provenance, write_csv_atomic, write_json_atomic
 
-__all__ = ["DEFAULT_PRESETS", "demo_steps", "run_demo"]
+__all__ = ["DEFAULT_PRESETS", "DEFAULT_SCHEMES", "demo_steps", "run_demo"]
 
 DEFAULT_OUT = Path("demo-report")
 DEFAULT_PRESETS = ("lte-driving", "lte-stationary")
+#: Schemes compared by default: every algorithm that runs without parameters, one
+#: PropRate preset for the three, and no aliases (``reno``) or probes (``fixed``).
+DEFAULT_SCHEMES = ("newreno", "cubic", "bbr", "c2tcp", "c2tcp-ifip", "proprate-m", "cesar")
 #: Trace length: longer than a run, so a 30 s run sees no loop boundary.
 TRACE_DURATION_S = 60.0
 DELAY_MS = 10.0
@@ -51,7 +55,7 @@ def run_demo(
     ``progress(message)`` is called once per step (see :func:`demo_steps`).
     """
     out = Path(out_dir)
-    names = list(schemes) if schemes is not None else api.schemes()
+    names = list(schemes) if schemes is not None else list(DEFAULT_SCHEMES)
     trace_dir = out / "traces"
     demo_command = shlex.join(
         [

@@ -33,8 +33,8 @@ from cellcc.results import save_figure_atomic
 
 __all__ = [
     "DELAY_LABELS",
-    "ack_pattern_figure",
     "PALETTE",
+    "ack_pattern_figure",
     "save",
     "scheme_styles",
     "throughput_delay_figure",
