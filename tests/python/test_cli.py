@@ -43,7 +43,9 @@ def scenario_file(tmp_path):
 def test_schemes(fake_core):
     result = invoke("schemes")
     assert result.exit_code == 0
-    assert result.stdout.split() == ["newreno", "cubic", "bbr"]
+    from fake_core import SCHEMES
+
+    assert result.stdout.split() == list(SCHEMES)
 
 
 def test_run_prints_a_summary_and_saves(fake_core, scenario_file, tmp_path):

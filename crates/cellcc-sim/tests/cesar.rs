@@ -3,15 +3,19 @@
 //! `cargo test --release --locked -p cellcc-sim --test cesar -- --nocapture`.
 //!
 //! Two kinds of runs:
-//! * the simulator (`cellcc_sim::run`) on scenarios written as TOML, for the
-//!   constant-rate comparison with BBR and for every Mahimahi trace;
+//! * the simulator (`cellcc_sim::run`) on scenarios written as TOML: the constant-rate
+//!   comparison with BBR, the cellular scheduling model (`[scheduling]`: uplink grants
+//!   and downlink bursts) on constant-rate and trace-driven downlinks, and every
+//!   Mahimahi trace. César's state at the end of a run is read from
+//!   `SimOutput::cc_info` (`phase()` and `info()`: SU decisions, time per state);
 //! * a small closed loop built here from the public TCP endpoints (`TcpSender`,
 //!   `TcpReceiver`) over a constant-rate downlink and an uplink that either returns
-//!   ACKs at once or holds them for periodic grants, as a cellular uplink does. The
-//!   simulator's own scheduling-delay link model is not used; this loop exists so the
-//!   tests can read César's phase, which `SimOutput` does not report.
+//!   ACKs at once or holds them for periodic grants with jitter and missed grants,
+//!   which the simulator's fixed scheduling pattern does not have. It samples
+//!   César's phase every 100 ms.
 //!
-//! Tests that need `../shared/traces/mahimahi` skip when it is absent. Set
+//! Tests that need `../shared/traces/mahimahi` skip when it is absent (the
+//! trace-driven parts of a test are skipped, the rest runs). Set
 //! `CELLCC_TEST_PLOTS=DIR` to also write each simulator run's time series into DIR.
 
 use std::collections::BTreeMap;
@@ -61,6 +65,16 @@ fn show(label: &str, r: &SummaryRow) {
         r.drops,
         r.rtos
     );
+}
+
+/// A value César reported at the end of the run (`CongestionControl::info`).
+fn value(out: &SimOutput, name: &str) -> f64 {
+    out.cc_info[0]
+        .values
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, v)| v)
+        .unwrap_or_else(|| panic!("no `{name}` in {:?}", out.cc_info))
 }
 
 // ----- parameters -----------------------------------------------------------------------
@@ -124,6 +138,275 @@ fn on_a_constant_rate_link_cesar_is_bbr() {
     assert_eq!(c.qdelay_p95_ms, b.qdelay_p95_ms);
     assert_eq!(cesar.timeseries.cwnd, bbr.timeseries.cwnd);
     assert!(c.utilisation.unwrap() >= 0.90);
+    // César's own account: every decision found no pattern, the first within a second,
+    // and it never left BBR mode afterwards.
+    let info = &cesar.cc_info[0];
+    println!("cesar at the end: phase {}, {:?}", info.phase, info.values);
+    assert_eq!(info.phase, "bbr");
+    assert!(value(&cesar, "su_ms").is_nan(), "no SU without a pattern");
+    assert!(value(&cesar, "su_decisions") >= 10.0);
+    assert_eq!(value(&cesar, "pattern_decisions"), 0.0);
+    assert_eq!(
+        value(&cesar, "no_pattern_decisions"),
+        value(&cesar, "su_decisions")
+    );
+    assert!(value(&cesar, "first_decision_s") <= 1.0);
+    assert_eq!(value(&cesar, "steady_s"), 0.0);
+    assert_eq!(value(&cesar, "steady_entries"), 0.0);
+    assert!(value(&cesar, "bbr_s") >= 59.0, "{}", value(&cesar, "bbr_s"));
+}
+
+// ----- the simulator's cellular scheduling model --------------------------------------
+
+/// A `[scheduling]` table and the scheduling unit its ACK pattern has
+/// (`docs/cellular-models.md`, presets table).
+struct Pattern {
+    label: &'static str,
+    table: &'static str,
+    su_ms: f64,
+}
+
+/// SR periods 5, 2.5 and 8 ms on the LTE FDD preset, and the two presets that give a
+/// 2.5 ms (NR TDD switch) and an 8 ms (vendor burst rule) pattern without an SR period
+/// of that length (César §V-B).
+const PATTERNS: [Pattern; 5] = [
+    Pattern {
+        label: "LTE SR 5 ms",
+        table: "preset = \"lte-fdd-sr5\"",
+        su_ms: 5.0,
+    },
+    Pattern {
+        label: "LTE SR 2.5 ms",
+        table: "preset = \"lte-fdd-sr5\"\nsr_period_ms = 2.5",
+        su_ms: 2.5,
+    },
+    Pattern {
+        label: "LTE SR 8 ms",
+        table: "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8",
+        su_ms: 8.0,
+    },
+    Pattern {
+        label: "NR TDD 2.5 ms",
+        table: "preset = \"nr-tdd-2.5ms\"",
+        su_ms: 2.5,
+    },
+    Pattern {
+        label: "LTE burst 8 ms",
+        table: "preset = \"lte-sr20-burst8\"",
+        su_ms: 8.0,
+    },
+];
+
+/// Run length of the scheduled-link scenarios, s.
+const SCHEDULED_S: f64 = 20.0;
+
+/// Constant downlink rates: tens of Mbit/s, so every grant carries a burst of ACKs.
+const CONSTANT_RATES: [(&str, &str); 2] = [
+    ("24 Mbit/s", "rate_mbps = 24.0"),
+    ("48 Mbit/s", "rate_mbps = 48.0"),
+];
+
+/// LTE downlink traces (capacity varying over time, as on the paper's commercial
+/// networks), if the trace directory is present.
+fn lte_traces() -> Vec<(String, String)> {
+    let Some(dir) = traces_dir() else {
+        return Vec::new();
+    };
+    [
+        "TMobile-LTE-short.down",
+        "Verizon-LTE-short.down",
+        "ATT-LTE-driving.down",
+    ]
+    .iter()
+    .map(|name| {
+        let path = dir.join(name);
+        (name.to_string(), format!("trace = \"{}\"", path.display()))
+    })
+    .collect()
+}
+
+/// The downlink as given (`rate_mbps = …` or `trace = …`), 10 ms each way, a deep
+/// droptail buffer of 1000 packets, a 100 Mbit/s uplink, and the scheduling `table`.
+fn scheduled_link(scheme: &str, downlink: &str, table: &str, seed: u64) -> String {
+    format!(
+        "duration_s = {SCHEDULED_S}\nseed = {seed}\n[downlink]\n{downlink}\ndelay_ms = 10.0\n\
+         queue = {{ kind = \"droptail\", packets = 1000 }}\n[uplink]\nrate_mbps = 100.0\n\
+         delay_ms = 10.0\n[scheduling]\n{table}\n[[flows]]\nscheme = \"{scheme}\"\n"
+    )
+}
+
+/// Check César's scheduling-unit decisions and time in STEADY on one scheduled link;
+/// returns the share of the run spent in STEADY.
+fn check_su(label: &str, out: &SimOutput, su_ms: f64) -> f64 {
+    let v = |n: &str| value(out, n);
+    let steady = v("steady_s") / SCHEDULED_S;
+    println!(
+        "{label}: SU {:.3} ms (first {:.3}, min {:.3}, max {:.3}) over {} decisions \
+         ({} no pattern), first at {:.3} s; STEADY {:.1} % ({} entries), phase {}",
+        v("su_ms"),
+        v("su_first_ms"),
+        v("su_min_ms"),
+        v("su_max_ms"),
+        v("su_decisions"),
+        v("no_pattern_decisions"),
+        v("first_decision_s"),
+        100.0 * steady,
+        v("steady_entries"),
+        out.cc_info[0].phase
+    );
+    // The first decision comes within a second and finds the pattern, and so does
+    // every later one: the smallest and largest SU over all decisions are both within
+    // 0.5 ms (one histogram bin) of the configured pattern.
+    assert!(v("first_decision_s") <= 1.0, "{label}");
+    assert!(v("pattern_decisions") >= 10.0, "{label}");
+    assert_eq!(v("no_pattern_decisions"), 0.0, "{label}");
+    for name in ["su_first_ms", "su_min_ms", "su_max_ms", "su_ms"] {
+        assert!(
+            (v(name) - su_ms).abs() <= 0.5,
+            "{label}: {name} {}",
+            v(name)
+        );
+    }
+    assert_eq!(out.cc_info[0].phase, "steady", "{label}");
+    steady
+}
+
+#[test]
+fn the_estimated_su_is_the_configured_pattern_from_the_first_decision() {
+    for p in &PATTERNS {
+        for (rate, downlink) in CONSTANT_RATES {
+            let label = format!("{}, {rate}", p.label);
+            let out = simulate(&label, &scheduled_link("cesar", downlink, p.table, 1));
+            let steady = check_su(&label, &out, p.su_ms);
+            // PROBE (BBR's start-up) until the pattern and the full pipe, then STEADY
+            // for good.
+            assert!(steady >= 0.95, "{label}: STEADY {steady}");
+            assert_eq!(value(&out, "steady_entries"), 1.0, "{label}");
+        }
+        for (trace, downlink) in lte_traces() {
+            let label = format!("{}, {trace}", p.label);
+            let out = simulate(&label, &scheduled_link("cesar", &downlink, p.table, 1));
+            let steady = check_su(&label, &out, p.su_ms);
+            assert!(steady >= 0.85, "{label}: STEADY {steady}");
+        }
+    }
+}
+
+/// César Table I's efficiency: throughput (Mbit/s) over mean RTT (ms); the summary's
+/// `efficiency` column is the same quantity.
+fn efficiency(r: &SummaryRow) -> f64 {
+    let e = r.throughput_mbps / r.rtt_mean_ms.expect("RTT samples");
+    assert!((e - r.efficiency.unwrap()).abs() <= 1e-12 * e.abs());
+    e
+}
+
+/// One scheduled link's César, BBR and CUBIC efficiencies.
+struct Compared {
+    cesar: f64,
+    bbr: f64,
+    cubic: f64,
+}
+
+fn compare(label: &str, downlink: &str, table: &str, seed: u64) -> Compared {
+    let mut e = [0.0; 3];
+    let mut line = format!("{label}, seed {seed}:");
+    for (k, scheme) in ["cesar", "bbr", "cubic"].iter().enumerate() {
+        let out = simulate(
+            &format!("{label}-{scheme}-{seed}"),
+            &scheduled_link(scheme, downlink, table, seed),
+        );
+        let r = &out.summary[0];
+        e[k] = efficiency(r);
+        line += &format!(
+            " {scheme} {:.2} Mbit/s / {:.1} ms = {:.3};",
+            r.throughput_mbps,
+            r.rtt_mean_ms.unwrap(),
+            e[k]
+        );
+    }
+    println!("{line}");
+    Compared {
+        cesar: e[0],
+        bbr: e[1],
+        cubic: e[2],
+    }
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (n, sum) = v.fold((0, 0.0), |(n, s), x| (n + 1, s + x));
+    sum / f64::from(n)
+}
+
+#[test]
+fn efficiency_exceeds_bbr_and_cubic_on_scheduled_links_with_varying_capacity() {
+    let traces = lte_traces();
+    if traces.is_empty() {
+        return;
+    }
+    for p in &PATTERNS {
+        let runs: Vec<Compared> = traces
+            .iter()
+            .map(|(trace, downlink)| {
+                compare(&format!("{}, {trace}", p.label), downlink, p.table, 1)
+            })
+            .collect();
+        println!(
+            "{}: mean efficiency cesar {:.3}, bbr {:.3}, cubic {:.3}",
+            p.label,
+            mean(runs.iter().map(|c| c.cesar)),
+            mean(runs.iter().map(|c| c.bbr)),
+            mean(runs.iter().map(|c| c.cubic))
+        );
+        for c in &runs {
+            assert!(
+                c.cesar > c.bbr,
+                "{}: cesar {} bbr {}",
+                p.label,
+                c.cesar,
+                c.bbr
+            );
+            assert!(
+                c.cesar > c.cubic,
+                "{}: cesar {} cubic {}",
+                p.label,
+                c.cesar,
+                c.cubic
+            );
+        }
+    }
+}
+
+#[test]
+fn efficiency_on_scheduled_constant_rate_links() {
+    for p in &PATTERNS {
+        let mut runs = Vec::new();
+        for (rate, downlink) in CONSTANT_RATES {
+            for seed in 1..=3 {
+                runs.push(compare(
+                    &format!("{}, {rate}", p.label),
+                    downlink,
+                    p.table,
+                    seed,
+                ));
+            }
+        }
+        println!(
+            "{}: mean efficiency cesar {:.3}, bbr {:.3}, cubic {:.3}",
+            p.label,
+            mean(runs.iter().map(|c| c.cesar)),
+            mean(runs.iter().map(|c| c.bbr)),
+            mean(runs.iter().map(|c| c.cubic))
+        );
+        for c in &runs {
+            assert!(
+                c.cesar > c.cubic,
+                "{}: cesar {} cubic {}",
+                p.label,
+                c.cesar,
+                c.cubic
+            );
+        }
+    }
 }
 
 // ----- closed loop with a scheduled uplink ---------------------------------------------
@@ -473,123 +756,4 @@ fn runs_on_every_mahimahi_trace_in_both_directions_deterministically() {
             );
         }
     }
-}
-
-// ----- EXPLORATION (temporary) -----
-fn sched_link(
-    scheme: &str,
-    link: &str,
-    sched: &str,
-    delay: f64,
-    queue: &str,
-    seed: u64,
-    dur: f64,
-) -> String {
-    format!(
-        "duration_s = {dur}\nseed = {seed}\n[downlink]\n{link}\ndelay_ms = {delay}\n\
-         queue = {queue}\n[uplink]\nrate_mbps = 100\ndelay_ms = {delay}\n[scheduling]\n{sched}\n\
-         [[flows]]\nscheme = \"{scheme}\"\n"
-    )
-}
-
-#[test]
-fn explore_ts() {
-    for sched in [
-        "preset = \"lte-fdd-sr5\"",
-        "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8",
-    ] {
-        for scheme in ["cesar", "bbr"] {
-            let text = sched_link(
-                scheme,
-                "rate_mbps = 48",
-                sched,
-                10.0,
-                "{ kind = \"droptail\", packets = 1000 }",
-                1,
-                20.0,
-            )
-            .replace("[[flows]]", "[metrics]\nbin_ms = 100\n[[flows]]");
-            let out = simulate("x", &text);
-            let ts = &out.timeseries;
-            println!("{scheme} {sched}");
-            for i in 0..ts.len() {
-                if ts.flow[i] == 0
-                    && (ts.t_s[i] < 2.0 || (ts.t_s[i] * 10.0).round() as i64 % 20 == 0)
-                {
-                    println!(
-                        "  t {:.1} cwnd {:?} pacing {:.1} srtt {:.1} q {:.1} thr {:.1} infl {:?}",
-                        ts.t_s[i],
-                        ts.cwnd[i],
-                        ts.pacing_mbps[i].unwrap_or(f64::NAN),
-                        ts.srtt_ms[i].unwrap_or(f64::NAN),
-                        ts.qdelay_ms[i].unwrap_or(f64::NAN),
-                        ts.throughput_mbps[i].unwrap_or(f64::NAN),
-                        ts.inflight[i]
-                    );
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn explore() {
-    let t0 = std::time::Instant::now();
-    let dir = traces_dir().unwrap();
-    let tr = |n: &str| format!("trace = \"{}\"", dir.join(n).display());
-    let links = vec![
-        ("48", "rate_mbps = 48".to_string()),
-        ("TM-short", tr("TMobile-LTE-short.down")),
-        ("VZ-short", tr("Verizon-LTE-short.down")),
-        ("ATT-drv", tr("ATT-LTE-driving.down")),
-    ];
-    let scheds = [
-        ("sr5", "preset = \"lte-fdd-sr5\""),
-        ("sr2.5", "preset = \"lte-fdd-sr5\"\nsr_period_ms = 2.5"),
-        ("sr8", "preset = \"lte-fdd-sr5\"\nsr_period_ms = 8"),
-        ("sr5-dl5", "preset = \"lte-fdd-sr5\"\ndl_every_ttis = 5"),
-        ("nr-tdd-2.5", "preset = \"nr-tdd-2.5ms\""),
-        ("burst8", "preset = \"lte-sr20-burst8\""),
-    ];
-    for (sl, sched) in scheds {
-        for (ll, link) in &links {
-            let mut line = format!("{sl:>10} {ll:>9}:");
-            for scheme in ["cesar", "bbr", "cubic"] {
-                let text = sched_link(
-                    scheme,
-                    link,
-                    sched,
-                    10.0,
-                    "{ kind = \"droptail\", packets = 1000 }",
-                    1,
-                    20.0,
-                );
-                let out = simulate("x", &text);
-                let r = &out.summary[0];
-                let v = |n: &str| {
-                    out.cc_info[0]
-                        .values
-                        .iter()
-                        .find(|x| x.0 == n)
-                        .map_or(f64::NAN, |x| x.1)
-                };
-                line += &format!(
-                    " | {scheme} {:.2} Mb/s {:.1} ms eff {:.3}",
-                    r.throughput_mbps,
-                    r.rtt_mean_ms.unwrap(),
-                    r.efficiency.unwrap()
-                );
-                if scheme == "cesar" {
-                    line += &format!(
-                        " su {:.2}-{:.2} st {:.1}s",
-                        v("su_min_ms"),
-                        v("su_max_ms"),
-                        v("steady_s")
-                    );
-                }
-            }
-            println!("{line}");
-        }
-    }
-    println!("elapsed {:?}", t0.elapsed());
 }

@@ -102,12 +102,13 @@ fn presets_reach_their_regimes_on_a_constant_link() {
 /// buffer delay for t̄_buff in {20, 40, 80, 120} ms, with and without the NFL.
 ///
 /// Measured (see `docs/algorithms/proprate.md`): with the NFL, 80 and 120 ms are met
-/// within ±25 %; 20 and 40 ms are not. This trace has 8 outages of 0.5–1.1 s and ~12 % of
-/// its time in gaps ≥ 100 ms in those 120 s; packets sent before an outage is seen wait
-/// it out, which sets a floor the threshold cannot lower: with t̄_buff = 2 ms the mean is
-/// still ~28 ms (asserted below). The gap is reported, not hidden: the test asserts the
-/// ±25 % band where it is met, and for 20 and 40 ms that the NFL moves the mean toward
-/// the target.
+/// within ±25 %; 20 and 40 ms are not. In those 120 s the link is silent for 20–100 ms at
+/// a time in 43 s and for ≥ 100 ms in 15 s (8 outages of 0.5–1.1 s); a paced sender piles
+/// packets up in every gap, which sets a floor the threshold cannot lower: with
+/// t̄_buff = 2 ms the mean is still ~28 ms (asserted below). The doc breaks the mean down:
+/// the long outages add only 4–7 ms, the short gaps the rest. The gap is reported, not
+/// hidden: the test asserts the ±25 % band where it is met, and for 20 and 40 ms that the
+/// NFL moves the mean toward the target.
 #[test]
 fn nfl_holds_the_target_buffer_delay_on_tmobile_lte_driving() {
     let Some(dir) = traces_dir() else {
@@ -300,41 +301,4 @@ fn presets_and_parameter_errors() {
     assert!(e.contains("t_buf_ms"), "{e}");
     let e = err("proprate", "nfl = 3");
     assert!(e.contains("params.nfl"), "{e}");
-}
-
-#[test]
-#[ignore]
-fn zz_investigate_dump_packet_logs() {
-    let dir = traces_dir().unwrap();
-    let out_dir = PathBuf::from(std::env::var_os("PR2_OUT").unwrap());
-    let down = trace_line(&dir.join("TMobile-LTE-driving.down"));
-    let extra = std::env::var("PR2_PARAMS").unwrap_or_default();
-    for target in [20.0, 40.0, 80.0] {
-        let mut text = scenario(
-            &down,
-            FAST_UPLINK,
-            "proprate",
-            &format!("t_buff_ms = {target}, nfl = true{extra}"),
-            120.0,
-        );
-        text.push_str("[metrics]\npacket_log = true\nbin_ms = 10.0\n");
-        let sc = Scenario::parse(&text, "x", None).unwrap();
-        let out = run(&sc);
-        println!(
-            "{target}: mean {:.1} rtos {} util {:.3}",
-            mean_buffer_delay(&out),
-            out.summary[0].rtos,
-            out.summary[0].utilisation.unwrap()
-        );
-        std::fs::write(
-            out_dir.join(format!("log-{target}.txt")),
-            out.packet_log.unwrap(),
-        )
-        .unwrap();
-        std::fs::write(
-            out_dir.join(format!("ts-{target}.json")),
-            serde_json::to_string(&out.timeseries).unwrap(),
-        )
-        .unwrap();
-    }
 }

@@ -271,3 +271,31 @@ fn synthetic_links_are_generated_from_the_scenario() {
         .to_string();
     assert!(err.starts_with("x.toml: downlink.synth.base_mbps"), "{err}");
 }
+
+#[test]
+fn a_one_ue_cell_on_a_trace_runs_exactly_like_the_link() {
+    let dir = std::env::temp_dir().join(format!("cellcc-topology-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two 1504-byte opportunities every millisecond for 10 s (24.06 Mbit/s).
+    let lines: String = (1..=10_000).map(|t| format!("{t}\n{t}\n")).collect();
+    std::fs::write(dir.join("two.trace"), lines).unwrap();
+    let tail =
+        "delay_ms = 10\n[uplink]\nrate_mbps = 50\ndelay_ms = 10\n[[flows]]\nscheme = \"cubic\"\n";
+    let link = format!(
+        "duration_s = 20\n[downlink]\ntrace = \"two.trace\"\nqueue = {{ kind = \"droptail\", packets = 100 }}\n{tail}"
+    );
+    let cell = format!(
+        "duration_s = 20\n[cell]\n[[cell.ues]]\ntrace = \"two.trace\"\nqueue = {{ kind = \"droptail\", packets = 100 }}\n[downlink]\n{tail}"
+    );
+    let run_in = |text: &str| run(&Scenario::parse(text, "x.toml", Some(&dir)).unwrap());
+    let (a, b) = (run_in(&link), run_in(&cell));
+    std::fs::remove_dir_all(&dir).unwrap();
+    println!(
+        "link vs one-UE cell: utilisation {:.6} / {:.6}, throughput {:.4} / {:.4} Mbit/s",
+        a.summary[0].utilisation.unwrap(),
+        b.summary[0].utilisation.unwrap(),
+        a.summary[0].throughput_mbps,
+        b.summary[0].throughput_mbps
+    );
+    assert_eq!(format!("{:?}", a.summary[0]), format!("{:?}", b.summary[0]));
+}

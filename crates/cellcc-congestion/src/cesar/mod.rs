@@ -338,11 +338,6 @@ impl Cesar {
         if matches!(self.state, State::Steady { .. }) || !self.bbr.full_bw_reached() {
             return;
         }
-        if self.config.fidelity == Fidelity::Paper
-            && matches!(self.bbr.mode(), crate::bbr::Mode::Startup | crate::bbr::Mode::Drain)
-        {
-            return;
-        }
         // Still probing means no decision has ruled out a pattern yet.
         let probing = matches!(self.state, State::Probe);
         let module_startup_exit = probing && self.config.fidelity == Fidelity::Module;
@@ -528,7 +523,8 @@ impl CongestionControl for Cesar {
         self.phase_kind().name()
     }
 
-    /// `su_ms` (the SU in use; NaN while estimating before the first decision),
+    /// `su_ms` (the SU in use: fixed, the latest pattern decision's, or 5 ms after a
+    /// module-rule fallback; NaN while estimating until a decision finds a pattern),
     /// `su_first_ms`, `su_min_ms`, `su_max_ms` (over the decisions that found a
     /// pattern; NaN without one), `su_decisions` and how many found a pattern
     /// (`pattern_decisions`), none (`no_pattern_decisions`) or kept the mode

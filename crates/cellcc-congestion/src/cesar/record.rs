@@ -80,14 +80,14 @@ impl Record {
     }
 
     /// Named values for [`crate::CongestionControl::info`]; `su` is the SU in use,
-    /// `estimating` whether it comes from decisions (not `fixed_su_ms`).
+    /// `estimating` whether it comes from decisions (not `fixed_su_ms`). `su_ms` is NaN
+    /// while estimating until a decision finds a pattern.
     pub fn values(&self, su: Dur, estimating: bool) -> Vec<(&'static str, f64)> {
         let ms = |d: Dur| d.as_ns() as f64 / NS_PER_MS;
         let s = |d: Dur| d.as_ns() as f64 / NS_PER_S;
-        let decided = self.patterns + self.no_patterns + self.unchanged > 0;
-        // Before any decision an estimating César has no SU of its own (it holds the
-        // 5 ms default only as a placeholder).
-        let su_ms = if estimating && !decided {
+        // Until a decision finds a pattern an estimating César has no SU of its own (it
+        // holds the 5 ms default only as a placeholder).
+        let su_ms = if estimating && self.patterns == 0 {
             f64::NAN
         } else {
             ms(su)
@@ -139,6 +139,10 @@ mod tests {
         assert_eq!(value(&r.values(Dur::from_ms(8), false), "su_ms"), 8.0);
 
         r.on_ack(Time::from_ms(100), Phase::Probe);
+        r.on_decision(Decision::NoPattern, Time::from_ms(300));
+        let v = r.values(Dur::from_ms(5), true);
+        assert!(value(&v, "su_ms").is_nan(), "no pattern found yet");
+        assert_eq!(value(&v, "first_decision_s"), 0.3);
         r.on_ack(Time::from_ms(400), Phase::Probe); // 300 ms in PROBE
         r.on_decision(Decision::Pattern(Dur::from_us(4_920)), Time::from_ms(400));
         r.on_steady_entry();
@@ -154,10 +158,10 @@ mod tests {
         assert_eq!(value(&v, "su_first_ms"), 4.92);
         assert_eq!(value(&v, "su_min_ms"), 4.92);
         assert_eq!(value(&v, "su_max_ms"), 5.01);
-        assert_eq!(value(&v, "su_decisions"), 4.0);
+        assert_eq!(value(&v, "su_decisions"), 5.0);
         assert_eq!(value(&v, "pattern_decisions"), 3.0);
-        assert_eq!(value(&v, "no_pattern_decisions"), 1.0);
-        assert_eq!(value(&v, "first_decision_s"), 0.4);
+        assert_eq!(value(&v, "no_pattern_decisions"), 2.0);
+        assert_eq!(value(&v, "first_decision_s"), 0.3);
         assert_eq!(value(&v, "steady_entries"), 1.0);
         assert_eq!(value(&v, "probe_s"), 0.35);
         assert_eq!(value(&v, "steady_s"), 1.2);

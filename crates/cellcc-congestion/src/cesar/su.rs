@@ -16,8 +16,9 @@
 //! ```text
 //! near-0 gaps  Z = gaps < 1 ms (inside a set);   set gaps M = the others
 //! peak         the 1.5 ms window (three bins, gaps >= 2 ms) holding most set gaps
-//! SU           mean gap in the smallest strong window (>= half the peak, a local
-//!              maximum) whose multiple the peak is, else the mean gap in the peak
+//! SU           mean gap in the smallest line (a local maximum holding >= 8 gaps and
+//!              >= 10 % of the set gaps) whose multiple the peak is, else the mean
+//!              gap in the peak
 //! pattern iff  >= 8 gaps within 0.5 ms of SU itself,
 //!              >= 75 % of the set gaps within 0.5 ms of a multiple of SU, and
 //!              "multiple lines": Z >= 10 % of all gaps (bursts), or a second
@@ -165,7 +166,7 @@ impl SuEstimator {
         let Some(peak) = self.peak() else {
             return Some(Decision::NoPattern);
         };
-        let su = self.fundamental(peak);
+        let su = self.fundamental(peak, set_gaps);
         if su.is_zero() {
             return Some(Decision::NoPattern);
         }
@@ -233,16 +234,21 @@ impl SuEstimator {
         best.filter(|&(_, w, _)| w >= MIN_LINE).map(|(j, _, _)| j)
     }
 
-    /// The smallest strong line whose multiple is the peak ("smallest least common
-    /// multiple of the ACK interval pattern that frequently appears", §IV-C); the mean
-    /// gap in its window is the SU.
-    fn fundamental(&self, peak: usize) -> Dur {
-        let peak_weight = self.weight(peak);
+    /// The smallest line whose multiple is the peak ("smallest least common multiple
+    /// of the ACK interval pattern that frequently appears", §IV-C; "we estimate the
+    /// minimum time difference", §IV-B); the mean gap in its window is the SU. A line
+    /// is a local maximum holding as many gaps as a second line must (>= 8 and >= 10 %
+    /// of the set gaps), however much stronger the peak is: when sparse ACKs leave the
+    /// buffer empty at a grant, the next SR waits for the following occasion and gaps
+    /// of 2·SU can outnumber gaps of SU several times over (LTE, SR 5 ms, a few
+    /// Mbit/s).
+    fn fundamental(&self, peak: usize, set_gaps: u32) -> Dur {
         let peak_mean = self.window_mean(peak).unwrap_or(Dur::ZERO);
         for j in FIRST_SU_BIN + 1..peak {
             let w = self.weight(j);
             let local_max = w >= self.weight(j - 1) && w >= self.weight(j + 1);
-            if w < MIN_LINE || 2 * w < peak_weight || !local_max {
+            let frequent = u64::from(w) * 100 >= u64::from(set_gaps) * SECOND_LINE_MIN_PERCENT;
+            if w < MIN_LINE || !frequent || !local_max {
                 continue;
             }
             let Some(su) = self.window_mean(j) else {
@@ -362,13 +368,23 @@ mod tests {
     #[test]
     fn paper_rule_prefers_the_fundamental_over_a_stronger_multiple() {
         // Single-ACK sets; 2.5 ms grants of which 40 % are used once, 60 % skipped:
-        // gaps 2.5 ms (x 100) and 5.0 ms (x 150). 2.5 holds over half the 5 ms peak.
+        // gaps 2.5 ms (x 100) and 5.0 ms (x 150). 2.5 ms is a line (100 >= 8, 40 %).
         let gaps = (0..250).map(|i| if i % 5 < 2 { 2500 } else { 5000 });
         assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(2500))));
-        // With 2.5 ms gaps under half the 5 ms line, the SU would be 5 ms; but without
-        // bursts or a second multiple of 5 ms that is a single line: no pattern.
+        // 2.5 ms gaps x 50 under a 5 ms peak x 200: still a line (20 % >= 10 %), so
+        // the SU is the minimum 2.5 ms, with the 5 ms gaps on its second multiple.
         let gaps = (0..250).map(|i| if i % 5 == 0 { 2500 } else { 5000 });
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(2500))));
+        // 2.5 ms gaps x 20 (8 % of 250): too few for a line, the SU would be 5 ms, and
+        // without bursts or a second multiple of 5 ms that is a single line: no pattern.
+        let gaps = (0..250).map(|i| if i % 25 < 2 { 2500 } else { 5000 });
         assert_eq!(decide(Rule::Paper, gaps), Some(Decision::NoPattern));
+        // The LTE SR case seen in the simulator (SR 5 ms, sparse ACKs): 194 gaps near
+        // 0, 14 at 5 ms, 39 at 10 ms, 3 at 15 ms. 14 is under half of 39 but 25 % of
+        // the 56 set gaps: SU 5 ms, every set gap on a multiple.
+        let mut gaps = vec![100u64; 194];
+        gaps.extend([5000; 14].iter().chain(&[10_000; 39]).chain(&[15_000; 3]));
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(5000))));
     }
 
     #[test]

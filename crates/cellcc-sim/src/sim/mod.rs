@@ -6,9 +6,9 @@
 //! ```text
 //!  sender ─loss─► [wired bottleneck] ─► delay(down) ─► radio queue ─► radio service ─┐
 //!                                                                                     │
-//!                                  receiver ◄─ [downlink gate, jitter, HARQ] ◄────────┘
+//!                                  receiver ◄─ [downlink gate, HARQ, jitter] ◄────────┘
 //!                                     │
-//!  sender ◄─ delay(up) ◄─ [grant gate, jitter, HARQ] ◄─ uplink service ◄─ queue ◄─loss┘ (ACKs)
+//!  sender ◄─ delay(up) ◄─ [grant gate, HARQ, jitter] ◄─ uplink service ◄─ queue ◄─loss┘ (ACKs)
 //! ```
 //!
 //! Data is delayed, then queued (`mm-delay` outside `mm-link`); ACKs are queued on the
@@ -226,7 +226,8 @@ pub struct Simulation<'s> {
     up_radio: Vec<UpRadio>,
     up_post: Vec<Chain<AckSegment>>,
     /// Charged bytes on top of the IP length on the radio links (4 on trace links).
-    down_framing: u32,
+    /// Per UE (the packet log only exists without a cell, where there is one UE).
+    down_framing: Vec<u32>,
     wakeups: Vec<(u16, Time)>,
     log: Option<PacketLog>,
     ack_log: Option<Vec<AckRecord>>,
@@ -354,7 +355,10 @@ impl<'s> Simulation<'s> {
                 })
                 .collect(),
             up_post,
-            down_framing: sc.downlink.service.framing_bytes(),
+            down_framing: match &sc.cell {
+                None => vec![sc.downlink.service.framing_bytes()],
+                Some(spec) => spec.ues.iter().map(|u| u.channel.framing_bytes()).collect(),
+            },
             wakeups: Vec::new(),
             log,
             ack_log: sc.metrics.ack_log.then(Vec::new),
@@ -732,12 +736,12 @@ impl<'s> Simulation<'s> {
 
     fn enqueue_radio(&mut self, at: Time, seg: DataSegment, ip_len: u32) {
         if let Some(log) = self.log.as_mut() {
-            log.arrival(at, ip_len + self.down_framing);
+            log.arrival(at, ip_len + self.down_framing[0]);
         }
         let ue = self.flows[seg.flow as usize].ue;
         if let EnqueueResult::Dropped(d) = self.radio.link.enqueue(at, ue, seg, ip_len) {
             if let Some(log) = self.log.as_mut() {
-                log.drop(at, ip_len + self.down_framing);
+                log.drop(at, ip_len + self.down_framing[0]);
             }
             self.record_data_drop(d.flow, DropReason::QueueFull);
         }
@@ -762,7 +766,7 @@ impl<'s> Simulation<'s> {
         self.radio.link.advance(now);
         while let Some(d) = self.radio.link.pop_drop() {
             if let Some(log) = self.log.as_mut() {
-                log.drop(d.at, d.ip_len + self.down_framing);
+                log.drop(d.at, d.ip_len + self.down_framing[0]);
             }
             self.record_data_drop(d.item.flow, d.reason);
         }
@@ -770,7 +774,7 @@ impl<'s> Simulation<'s> {
             if let Some(log) = self.log.as_mut() {
                 log.departure(
                     dep.departed_at,
-                    dep.ip_len + self.down_framing,
+                    dep.ip_len + self.down_framing[0],
                     dep.departed_at.saturating_since(dep.enqueued_at),
                 );
             }
@@ -801,7 +805,7 @@ impl<'s> Simulation<'s> {
         self.count.data_delivered += 1;
         let owd = t.saturating_since(seg.sent_at);
         let qdelay = t.saturating_since(c.queued_at);
-        let charged = ip_len + self.down_framing;
+        let charged = ip_len + self.down_framing[self.flows[i].ue as usize];
         let bg = self.is_background(seg.flow);
         self.metrics[i].on_egress(t, ip_len, charged, owd, qdelay, bin);
         let all = if bg { &mut self.bg } else { &mut self.all };
