@@ -120,8 +120,18 @@ mod tests {
         cc.cong_control(&mut sock, &RateSample::default());
         assert_eq!(sock.cwnd, 7);
         assert_eq!(cc.ssthresh(&sock), 7);
-        assert!(FixedConfig { cwnd: 0, pacing_mbps: None }.validate().is_err());
-        let err = FixedConfig { cwnd: 1, pacing_mbps: Some(-1.0) }.validate().unwrap_err();
+        assert!(FixedConfig {
+            cwnd: 0,
+            pacing_mbps: None
+        }
+        .validate()
+        .is_err());
+        let err = FixedConfig {
+            cwnd: 1,
+            pacing_mbps: Some(-1.0),
+        }
+        .validate()
+        .unwrap_err();
         assert_eq!(err.field, "pacing_mbps");
     }
 }

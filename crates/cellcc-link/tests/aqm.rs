@@ -6,7 +6,7 @@
 mod common;
 
 use cellcc_link::{
-    AqmVariant, CodelConfig, DropReason, EnqueueResult, Link, LinkService, PacketQueue, Pie,
+    AqmVariant, Codel, CodelConfig, DropReason, EnqueueResult, Link, LinkService, PacketQueue, Pie,
     PieConfig, PieDelayEstimator, QueueSpec, Queued, TraceMode,
 };
 use cellcc_units::{Bandwidth, Dur, Time};
@@ -243,10 +243,11 @@ fn codel_drops_at_dequeue_are_all_reported_and_counted() {
 }
 
 /// The acceptance scenario. CoDel's drop rate grows only as √count per interval, and an
-/// unresponsive 1.5× overload needs count ≈ 1700 (a drop every 2.4 ms): the standing
+/// unresponsive 1.5× overload needs count ≈ 1736 (a drop every 2.4 ms): the standing
 /// queue reaches ~1.3 s before the drop rate catches up, then CoDel overshoots, drains
-/// the queue, leaves the dropping state and restarts near count 1. The sojourn time
-/// cycles with a period of ~13 s instead of settling at 5 ms. Not a bug: RFC 8289
+/// the queue and leaves the dropping state; RFC 8289 §5.5 re-entry then alternates
+/// between a count ~4× too high and one ~20× too low (see the next test). The sojourn
+/// time cycles with a period of ~13 s instead of settling at 5 ms. Not a bug: RFC 8289
 /// CoDel is built for responsive traffic (see docs/aqm.md).
 #[test]
 fn codel_against_a_15_mbps_unresponsive_source_cycles_instead_of_converging() {
@@ -295,6 +296,151 @@ fn codel_against_a_15_mbps_unresponsive_source_cycles_instead_of_converging() {
             (got - expected).abs() < 0.06 * expected,
             "second {s}: {got}"
         );
+    }
+}
+
+/// One dropping episode of a CoDel queue: entered at `enter` with drop count
+/// `enter_count`, left at `exit` with `exit_count`.
+#[derive(Clone, Copy, Debug)]
+struct Episode {
+    enter: Time,
+    enter_count: u32,
+    exit: Time,
+    exit_count: u32,
+}
+
+/// Drives a CoDel queue directly behind a 10 Mbit/s server (one 1500-byte packet per
+/// 1.2 ms, sojourn read at the start of service, as on `constant_link`) fed by
+/// `source`, and returns the dropping episodes that ended before `until`.
+fn codel_episodes(config: CodelConfig, source: Cbr, until: Time) -> Vec<Episode> {
+    let mut q: Codel<u32> = Codel::new(config).unwrap();
+    let mut drops = std::collections::VecDeque::new();
+    let mut next_arrival = source.start;
+    let mut server_free = Time::ZERO;
+    let mut episodes = Vec::new();
+    let mut open: Option<(Time, u32)> = None;
+    loop {
+        // The next event: an arrival, or a dequeue once the server is free and the
+        // queue is not empty (a dequeue first when both fall at the same time).
+        let arrival = Some(next_arrival).filter(|&t| t < source.stop);
+        let dequeue_at = (q.len_packets() > 0).then_some(server_free);
+        let now = match (arrival, dequeue_at) {
+            (Some(a), Some(d)) if a < d => a,
+            (Some(a), None) => a,
+            (_, Some(d)) => d,
+            (None, None) => break,
+        };
+        if arrival == Some(now) && dequeue_at != Some(now) {
+            let packet = Queued {
+                item: 0,
+                ip_len: PACKET,
+                charged_bytes: PACKET,
+                enqueued_at: now,
+            };
+            q.enqueue(now, packet, &mut drops).unwrap();
+            server_free = server_free.max(now);
+            next_arrival = now + source.gap;
+            continue;
+        }
+        if now >= until {
+            break;
+        }
+        if q.dequeue(now, &mut drops).is_some() {
+            server_free = now + SERVICE;
+        }
+        match (open, q.dropping()) {
+            (None, true) => open = Some((now, q.count())),
+            (Some((enter, enter_count)), false) => {
+                episodes.push(Episode {
+                    enter,
+                    enter_count,
+                    exit: now,
+                    exit_count: q.count(),
+                });
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    episodes
+}
+
+/// Why CoDel cycles against the 15 Mbit/s unresponsive source: the per-episode drop
+/// counts follow RFC 8289 §5.5 exactly, and that rule alternates between too high and
+/// too low a resumed count. Keeping up needs a drop every 2.4 ms (416.7 of the 1250
+/// arrivals/s), i.e. interval/√count = 2.4 ms, count ≈ 1736. The first episode ramps
+/// from count 1 (rate 50·t drops/s, count (5t)²), lets a standing queue build until the
+/// rate reaches 417/s at ~8.3 s, and needs as long again of surplus drops to drain it:
+/// it ends near t = 16.6 s with count ≈ 4 × 1736 (twice the needed rate). Re-entering
+/// ~100 ms later is "recent", so the next episode resumes at delta = count − lastcount,
+/// that whole count: it drops at twice the needed rate, drains the fresh queue within
+/// ~100 ms after ~85 drops and leaves. The entry after that resumes at delta ≈ 85
+/// (≈ 92 drops/s), far below the need, and the long ramp starts again.
+#[test]
+fn codel_reentry_alternates_between_an_overshooting_and_a_small_count() {
+    const NEEDED_DROP_GAP_MS: f64 = 2.4;
+    for variant in [AqmVariant::Rfc, AqmVariant::Mahimahi] {
+        let config = CodelConfig {
+            variant,
+            ..CodelConfig::default()
+        };
+        let episodes = codel_episodes(config, Cbr::overload(30), Time::from_secs(30));
+        println!(
+            "codel {variant}, 15 Mbit/s into 10 Mbit/s: episodes (enter s, count → exit s, count) {:?}",
+            episodes
+                .iter()
+                .map(|e| format!(
+                    "{:.3} {} → {:.3} {}",
+                    (e.enter - Time::ZERO).as_secs_f64(),
+                    e.enter_count,
+                    (e.exit - Time::ZERO).as_secs_f64(),
+                    e.exit_count
+                ))
+                .collect::<Vec<_>>()
+        );
+        // The drop spacing interval/√count of each variant's control law, in ms.
+        let gap_ms = |count: u32| {
+            let exact = 100.0 / f64::from(count).sqrt();
+            match variant {
+                AqmVariant::Rfc => exact,
+                AqmVariant::Mahimahi => exact.floor(),
+            }
+        };
+        assert!(episodes.len() >= 3, "{episodes:?}");
+        assert_eq!(episodes[0].enter_count, 1);
+        for (k, pair) in episodes.windows(2).enumerate() {
+            let (before, after) = (pair[0], pair[1]);
+            // RFC 8289 §5.5: re-entering within 16 intervals of drop_next resumes at
+            // count − lastcount. Here every re-entry comes one interval (plus the ~2 ms
+            // the queue needs to pass target again) after the exit.
+            let gap = after.enter - before.exit;
+            assert!(
+                gap >= Dur::from_ms(100) && gap < Dur::from_ms(110),
+                "{variant}: re-entry {k} after {gap:?}"
+            );
+            assert_eq!(
+                after.enter_count,
+                before.exit_count - before.enter_count,
+                "{variant}: re-entry {k}"
+            );
+        }
+        for (k, e) in episodes.iter().enumerate() {
+            let length = e.exit - e.enter;
+            if k % 2 == 0 {
+                // Long episodes start below a quarter of the needed rate (count 1, then
+                // the ~85 drops of the short episode before) and last seconds.
+                assert!(e.enter_count < 100, "{variant}: episode {k} {e:?}");
+                assert!(length > Dur::from_secs(5), "{variant}: episode {k} {e:?}");
+            } else {
+                // Short episodes resume at a count that drops at least 1.9× too fast
+                // and drain the queue within 200 ms.
+                assert!(
+                    gap_ms(e.enter_count) < NEEDED_DROP_GAP_MS / 1.9,
+                    "{variant}: episode {k} {e:?}"
+                );
+                assert!(length < Dur::from_ms(200), "{variant}: episode {k} {e:?}");
+            }
+        }
     }
 }
 

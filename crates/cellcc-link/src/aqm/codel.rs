@@ -8,8 +8,11 @@
 //! `interval` (and more than one packet's worth of bytes is queued), it drops a packet
 //! and enters the dropping state, where it drops one more packet each time `drop_next`
 //! passes, `drop_next` advancing by `interval/√count` (the control law): the drop rate
-//! grows as √count until a dequeued packet is back below target. Re-entering soon after
-//! leaving resumes near the previous drop rate (`count := count − lastcount`).
+//! grows as √count until a dequeued packet is back below target. Re-entering within 16
+//! intervals resumes at the number of drops of the previous episode (`count := count −
+//! lastcount`), which is not the previous drop rate: after a long episode it is the whole
+//! final count, after a short one it is small (docs/aqm.md traces the cycle this makes
+//! under unresponsive overload).
 //!
 //! ```text
 //!                    sojourn ≥ target and backlog > MAXPACKET for a whole interval:
