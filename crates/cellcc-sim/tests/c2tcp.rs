@@ -5,33 +5,13 @@
 //! Tests that need `../shared/traces/mahimahi` skip when it is absent. Set
 //! `CELLCC_TEST_PLOTS=DIR` to also write each run's time series into DIR.
 
+mod common;
+use common::{simulate, traces_dir};
+
 use std::path::{Path, PathBuf};
 
 use cellcc_sim::metrics::SummaryRow;
-use cellcc_sim::{run, Scenario, SimOutput};
-
-fn simulate(name: &str, text: &str) -> SimOutput {
-    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}"));
-    let out = run(&sc);
-    if let Some(dir) = std::env::var_os("CELLCC_TEST_PLOTS") {
-        let path = PathBuf::from(dir).join(format!("{name}.json"));
-        std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
-    }
-    out
-}
-
-fn traces_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/traces/mahimahi"
-    ));
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not found", p.display());
-        None
-    }
-}
+use cellcc_sim::{Scenario, SimOutput};
 
 /// 12 Mbit/s downlink, 10 ms each way (20 ms propagation RTT), infinite buffer.
 fn constant_link(scheme: &str, params: &str, duration_s: f64) -> String {

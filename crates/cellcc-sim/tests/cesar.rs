@@ -18,6 +18,9 @@
 //! trace-driven parts of a test are skipped, the rest runs). Set
 //! `CELLCC_TEST_PLOTS=DIR` to also write each simulator run's time series into DIR.
 
+mod common;
+use common::traces_dir;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -47,19 +50,6 @@ fn simulate(name: &str, text: &str) -> SimOutput {
         std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
     }
     out
-}
-
-fn traces_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/traces/mahimahi"
-    ));
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not found", p.display());
-        None
-    }
 }
 
 fn show(label: &str, r: &SummaryRow) {

@@ -8,9 +8,12 @@
 //! Set `CELLCC_TEST_PLOTS=DIR` to also write each run's time series as JSON into DIR.
 //! Tests that need `../shared/traces` skip (with a message) when it is absent.
 
+mod common;
+use common::{simulate, traces_dir};
+
 use std::path::{Path, PathBuf};
 
-use cellcc_sim::{run, Scenario, SimOutput};
+use cellcc_sim::{Scenario, SimOutput};
 
 /// The paper's emulation setup (§5): a 2000-packet drop-tail bottleneck, 20 ms base RTT
 /// (10 ms each way). `down`/`up` are link capacity lines (`trace = ...` or
@@ -28,29 +31,6 @@ const FAST_UPLINK: &str = "rate_mbps = 100.0";
 
 fn trace_line(path: &Path) -> String {
     format!("trace = \"{}\"", path.display())
-}
-
-fn simulate(name: &str, text: &str) -> SimOutput {
-    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let out = run(&sc);
-    if let Some(dir) = std::env::var_os("CELLCC_TEST_PLOTS") {
-        let path = PathBuf::from(dir).join(format!("{name}.json"));
-        std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
-    }
-    out
-}
-
-fn traces_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/traces/mahimahi"
-    ));
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not found", p.display());
-        None
-    }
 }
 
 /// "Buffer delay": mean queueing delay at the bottleneck of flow 0 (`qdelay_mean_ms`).

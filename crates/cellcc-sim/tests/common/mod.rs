@@ -1,0 +1,40 @@
+//! Helpers shared by the scenario-level test files (`mod common;` in each).
+//!
+//! Set `CELLCC_TEST_PLOTS=DIR` to also write each run's time series as JSON columns into
+//! DIR, so a failing test is one step away from a picture.
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::PathBuf;
+
+use cellcc_sim::{run, Scenario, SimOutput};
+
+/// Parse `text` (named `name` in errors) and run it; panics with the loader's message.
+pub fn simulate(name: &str, text: &str) -> SimOutput {
+    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let out = run(&sc);
+    write_plot(name, &out);
+    out
+}
+
+/// Write `out`'s time series to `$CELLCC_TEST_PLOTS/<name>.json` when that is set.
+pub fn write_plot(name: &str, out: &SimOutput) {
+    if let Some(dir) = std::env::var_os("CELLCC_TEST_PLOTS") {
+        let path = PathBuf::from(dir).join(format!("{name}.json"));
+        std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
+    }
+}
+
+/// The shared Mahimahi traces, or `None` (with a note) when they are absent.
+pub fn traces_dir() -> Option<PathBuf> {
+    let p = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/traces/mahimahi"
+    ));
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: {} not found", p.display());
+        None
+    }
+}
