@@ -288,6 +288,11 @@ impl<T> Link<T> {
     /// before `now`, appending departures in order; applies the flush of every `drop`
     /// outage that has begun, in time order with the service.
     pub fn advance(&mut self, now: Time) {
+        if self.outages.schedule.is_empty() {
+            // The common case, kept free of outage bookkeeping.
+            self.serve(now);
+            return;
+        }
         while let Some(start) = self.take_window_start(now) {
             // Service strictly before the window, then the flush at its start.
             if let Some(before) = start.as_ns().checked_sub(1) {
@@ -364,8 +369,9 @@ impl<T> Link<T> {
                 opportunities,
                 in_transit,
             } => {
+                let no_outages = outages.is_empty();
                 while let Some(at) = opportunities.next_at().filter(|&at| at <= now) {
-                    if let Some(w) = outages.containing(at) {
+                    if let Some(w) = (!no_outages).then(|| outages.containing(at)).flatten() {
                         // No service in an outage: its opportunities are never offered.
                         let through = now.min(w.end - Dur::from_ns(1));
                         self.stats.opportunities_in_outage += opportunities.skip_through(through);
@@ -414,7 +420,11 @@ impl<T> Link<T> {
     }
 
     /// Counts, by reason, the drops appended to the outbox since it held `from`.
+    #[inline]
     fn count_drops(&mut self, from: usize) {
+        if self.drops.len() <= from {
+            return;
+        }
         for drop in self.drops.range(from..) {
             match drop.reason {
                 DropReason::HeadDrop => self.stats.drops_head += 1,
@@ -426,12 +436,14 @@ impl<T> Link<T> {
     }
 
     /// The next departure, in departure order.
+    #[inline]
     pub fn pop_departure(&mut self) -> Option<Departure<T>> {
         self.departures.pop_front()
     }
 
     /// The next packet dropped after acceptance (drop-head, AQM), in drop order. Refused
     /// arrivals are returned by [`Link::enqueue`] and do not appear here.
+    #[inline]
     pub fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
         self.drops.pop_front()
     }
@@ -442,9 +454,12 @@ impl<T> Link<T> {
     /// transmission's finish time; opportunities inside outages are skipped, and the
     /// start of a `drop` outage is a wake-up while the link holds packets. `None` when
     /// idle, or when a `Once` trace has ended.
+    #[inline]
     pub fn next_wakeup(&self) -> Option<Time> {
         let holding = self.has_packet_in_transit() || !self.queue.is_empty();
+        let no_outages = self.outages.schedule.is_empty();
         let departure = match &self.engine {
+            Engine::Trace { opportunities, .. } if holding && no_outages => opportunities.next_at(),
             Engine::Trace { opportunities, .. } if holding => {
                 opportunities.next_outside(&self.outages.schedule)
             }
@@ -452,6 +467,9 @@ impl<T> Link<T> {
             Engine::Constant { in_transit, .. } => in_transit.as_ref().map(|(_, finish)| *finish),
         };
         // A `drop` outage flushes what the link holds at its start.
+        if no_outages {
+            return departure;
+        }
         let flush = self.pending_flush().filter(|_| holding);
         match (departure, flush) {
             (Some(d), Some(f)) => Some(d.min(f)),
@@ -472,6 +490,7 @@ impl<T> Link<T> {
 
     /// Whether a packet has left the queue but not yet departed (partly sent on a trace
     /// link, or being serialised on a constant-rate link).
+    #[inline]
     pub fn has_packet_in_transit(&self) -> bool {
         match &self.engine {
             Engine::Trace { in_transit, .. } => in_transit.is_some(),
@@ -591,9 +610,11 @@ impl<T> crate::stage::Stage<T> for Link<T> {
             at: d.departed_at,
         })
     }
+    #[inline]
     fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
         self.drops.pop_front()
     }
+    #[inline]
     fn next_wakeup(&self) -> Option<Time> {
         Link::next_wakeup(self)
     }

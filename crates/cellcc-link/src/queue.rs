@@ -209,6 +209,7 @@ pub trait PacketQueue<T> {
     fn len_packets(&self) -> usize;
     /// Charged bytes waiting.
     fn len_bytes(&self) -> u64;
+    #[inline]
     fn is_empty(&self) -> bool {
         self.len_packets() == 0
     }
@@ -263,6 +264,7 @@ impl<T> Fifo<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn pop_front(&mut self) -> Option<Queued<T>> {
         let packet = self.packets.pop_front()?;
         self.bytes -= u64::from(packet.charged_bytes);
@@ -271,6 +273,7 @@ impl<T> Fifo<T> {
 
     /// Whether an arrival of `charged_bytes` is within the limits (what a drop-tail
     /// `enqueue` accepts).
+    #[inline]
     pub(crate) fn fits(&self, charged_bytes: u32) -> bool {
         self.limits.allow(
             self.packets.len() as u64 + 1,
@@ -280,6 +283,7 @@ impl<T> Fifo<T> {
 }
 
 impl<T> PacketQueue<T> for Fifo<T> {
+    #[inline]
     fn enqueue(
         &mut self,
         now: Time,
@@ -316,6 +320,7 @@ impl<T> PacketQueue<T> for Fifo<T> {
         Ok(())
     }
 
+    #[inline]
     fn dequeue(
         &mut self,
         _now: Time,
@@ -324,10 +329,12 @@ impl<T> PacketQueue<T> for Fifo<T> {
         self.pop_front()
     }
 
+    #[inline]
     fn len_packets(&self) -> usize {
         self.packets.len()
     }
 
+    #[inline]
     fn len_bytes(&self) -> u64 {
         self.bytes
     }
@@ -344,6 +351,7 @@ pub(crate) enum Discipline<T> {
 }
 
 impl<T> PacketQueue<T> for Discipline<T> {
+    #[inline]
     fn enqueue(
         &mut self,
         now: Time,
@@ -356,6 +364,7 @@ impl<T> PacketQueue<T> for Discipline<T> {
             Discipline::Pie(q) => q.enqueue(now, packet, drops),
         }
     }
+    #[inline]
     fn dequeue(&mut self, now: Time, drops: &mut VecDeque<DroppedPacket<T>>) -> Option<Queued<T>> {
         match self {
             Discipline::Fifo(q) => q.dequeue(now, drops),
@@ -363,6 +372,7 @@ impl<T> PacketQueue<T> for Discipline<T> {
             Discipline::Pie(q) => q.dequeue(now, drops),
         }
     }
+    #[inline]
     fn len_packets(&self) -> usize {
         match self {
             Discipline::Fifo(q) => q.len_packets(),
@@ -370,6 +380,7 @@ impl<T> PacketQueue<T> for Discipline<T> {
             Discipline::Pie(q) => q.len_packets(),
         }
     }
+    #[inline]
     fn len_bytes(&self) -> u64 {
         match self {
             Discipline::Fifo(q) => q.len_bytes(),

