@@ -264,7 +264,7 @@ impl<T> Fifo<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pop_front(&mut self) -> Option<Queued<T>> {
         let packet = self.packets.pop_front()?;
         self.bytes -= u64::from(packet.charged_bytes);
@@ -273,7 +273,7 @@ impl<T> Fifo<T> {
 
     /// Whether an arrival of `charged_bytes` is within the limits (what a drop-tail
     /// `enqueue` accepts).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn fits(&self, charged_bytes: u32) -> bool {
         self.limits.allow(
             self.packets.len() as u64 + 1,
@@ -283,7 +283,7 @@ impl<T> Fifo<T> {
 }
 
 impl<T> PacketQueue<T> for Fifo<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         now: Time,
@@ -320,7 +320,7 @@ impl<T> PacketQueue<T> for Fifo<T> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn dequeue(
         &mut self,
         _now: Time,
@@ -351,7 +351,7 @@ pub(crate) enum Discipline<T> {
 }
 
 impl<T> PacketQueue<T> for Discipline<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         now: Time,
@@ -364,7 +364,7 @@ impl<T> PacketQueue<T> for Discipline<T> {
             Discipline::Pie(q) => q.enqueue(now, packet, drops),
         }
     }
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, now: Time, drops: &mut VecDeque<DroppedPacket<T>>) -> Option<Queued<T>> {
         match self {
             Discipline::Fifo(q) => q.dequeue(now, drops),

@@ -46,6 +46,17 @@ impl DelayStats {
         self.count += 1;
         self.min_ns = self.min_ns.min(d.as_ns());
     }
+    /// Adds `other`'s samples, as if each had been recorded here too (histogram counts,
+    /// sum, count and minimum all combine exactly).
+    pub fn merge(&mut self, other: &DelayStats) {
+        // Cannot fail: both histograms have the same bounds.
+        self.hist
+            .add(&other.hist)
+            .expect("histograms with equal bounds add");
+        self.sum_ns += other.sum_ns;
+        self.count += other.count;
+        self.min_ns = self.min_ns.min(other.min_ns);
+    }
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -129,6 +140,21 @@ impl FlowMetrics {
     ) {
         self.owd.record(owd);
         self.qdelay.record(qdelay);
+        self.on_egress_counters(t, ip_len, charged, owd, qdelay, bin);
+    }
+
+    /// [`FlowMetrics::on_egress`] without the delay distributions: for aggregates, whose
+    /// distributions are merged from their flows' at the end of a run
+    /// ([`FlowMetrics::merge_delays`]) instead of being recorded twice per packet.
+    pub fn on_egress_counters(
+        &mut self,
+        t: Time,
+        ip_len: u32,
+        charged: u32,
+        owd: Dur,
+        qdelay: Dur,
+        bin: Dur,
+    ) {
         let d = owd.as_ns();
         if let Some(prev) = self.last_owd_ns {
             let diff = d.abs_diff(prev);
@@ -230,6 +256,14 @@ pub struct SummaryRow {
 impl FlowMetrics {
     /// Summarise; `active` is the span the throughput is averaged over and `capacity`
     /// the bottleneck's offered (charged) bytes over that span, for utilisation.
+    /// Adds a flow's one-way-delay, queueing-delay and RTT distributions to this
+    /// aggregate's.
+    pub fn merge_delays(&mut self, flow: &FlowMetrics) {
+        self.owd.merge(&flow.owd);
+        self.qdelay.merge(&flow.qdelay);
+        self.rtt.merge(&flow.rtt);
+    }
+
     pub fn summary(
         &self,
         flow: i64,

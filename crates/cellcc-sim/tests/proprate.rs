@@ -23,7 +23,14 @@ fn scenario(down: &str, up: &str, scheme: &str, params: &str, secs: f64) -> Stri
 }
 
 /// As [`scenario`] with `owd_ms` of propagation delay each way.
-fn scenario_owd(owd_ms: f64, down: &str, up: &str, scheme: &str, params: &str, secs: f64) -> String {
+fn scenario_owd(
+    owd_ms: f64,
+    down: &str,
+    up: &str,
+    scheme: &str,
+    params: &str,
+    secs: f64,
+) -> String {
     format!(
         "duration_s = {secs}\nseed = 1\n\
          [downlink]\n{down}\ndelay_ms = {owd_ms}\nqueue = {{ kind = \"droptail\", packets = 2000 }}\n\

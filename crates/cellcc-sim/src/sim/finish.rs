@@ -89,6 +89,15 @@ impl Simulation<'_> {
             .map(|f| f.start)
             .min()
             .unwrap_or(Time::ZERO);
+        // Aggregates record counters per packet and take their delay distributions
+        // from their flows here (exactly what recording every sample twice would give).
+        for (i, m) in self.metrics.iter().enumerate() {
+            if i < main {
+                self.all.merge_delays(m);
+            } else {
+                self.bg.merge_delays(m);
+            }
+        }
         // Utilisation refers to the channel of the first flow's UE (in a cell: as if
         // that UE were alone).
         let ue0 = self.flows.first().map_or(0, |f| f.ue);

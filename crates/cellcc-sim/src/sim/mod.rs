@@ -113,8 +113,8 @@ struct Observer<'a> {
 
 impl SenderObserver for Observer<'_> {
     fn rtt_sample(&mut self, _now: Time, rtt: Dur) {
+        // The aggregate's RTT distribution is merged from the flows' at the end.
         self.flow.rtt.record(rtt);
-        self.all.rtt.record(rtt);
         self.last_rtt = Some(rtt);
     }
     fn retransmit(&mut self, _now: Time, _seq: u64) {
@@ -848,7 +848,7 @@ impl<'s> Simulation<'s> {
         let bg = self.is_background(seg.flow);
         self.metrics[i].on_egress(t, ip_len, charged, owd, qdelay, bin);
         let all = if bg { &mut self.bg } else { &mut self.all };
-        all.on_egress(t, ip_len, charged, owd, qdelay, bin);
+        all.on_egress_counters(t, ip_len, charged, owd, qdelay, bin);
         let Some(r) = self.flows[i].receiver.as_mut() else {
             // A UDP packet: its payload is what the application gets.
             self.metrics[i].on_app_delivered(t, u64::from(seg.len), bin);
