@@ -50,8 +50,11 @@
 //!    extension always maps it (W ≤ `max_window`).
 //! 4. **Loss phase.** The epoch rules are suspended during the loss phase (the reference
 //!    keeps running them but has just set D_est to the profile's delay at the reduced W,
-//!    so they start from the same point). The reference's "D_min += 10 ms when stuck at
-//!    D_min with nothing in flight" and "stop sending" (`dMinStop`) hacks are left out.
+//!    so they start from the same point). The reference's "D_min += 10 ms when D_est is
+//!    stuck at D_min with fewer than 2 packets in flight" is kept, with "at most
+//!    `min_cwnd` in flight" as the TCP condition (cwnd never goes below it); without it
+//!    W collapses to the floor on traces whose RTT rarely comes within R·D_min of the
+//!    smallest sample. Its "stop sending this epoch" (`dMinStop`) is left out.
 //! 5. **Slow start** starts from TCP's initial window (10) instead of 1; its OS-buffer
 //!    exit does not exist here.
 //! 6. **Units.** Delays are integer nanoseconds ([`Dur`]) in state; the EWMAs use the
@@ -78,6 +81,9 @@ const DMAX_KEEP_TENTHS: u64 = 2;
 const SS_EXIT_DEST_FACTOR: f64 = 0.75;
 /// Send-time window history kept, beyond any RTT a cellular path shows.
 const HISTORY_SPAN: Dur = Dur::from_secs(10);
+/// Step by which D_min is raised when D_est is stuck at it with nothing in flight
+/// (reference main loop: `dMin += 10`).
+const D_MIN_BUMP: Dur = Dur::from_ms(10);
 /// Minimum rise of D_max that counts as "rising" (reference `deltaDBar > 0.0001` ms).
 const RISE_EPS: Dur = Dur::from_ns(100);
 
@@ -202,7 +208,7 @@ impl Verus {
     }
 
     /// One epoch's delay-estimator step (SIGCOMM 2015 §3.1; reference main loop).
-    pub(crate) fn run_epoch(&mut self, end: Time) {
+    pub(crate) fn run_epoch(&mut self, end: Time, in_flight: u32) {
         self.epochs += 1;
         // D_max: the epoch's largest delay; with no ACK in the epoch, the time since
         // the last one, but not below the running D̄_max (reference `bufferingDelay`).
@@ -218,6 +224,11 @@ impl Verus {
         if Self::ms(bar) > self.cfg.r * Self::ms(d_min) {
             // D̄_max/D_min > R: the queue is too long, back off by δ₂.
             self.d_est = d_min.max(self.d_est.saturating_sub(self.delta2));
+            if self.d_est == d_min && in_flight <= self.cfg.min_cwnd {
+                // Reference: stuck at D_min with (almost) nothing in flight, the delay
+                // floor must be higher than D_min says: raise D_min by 10 ms.
+                self.d_min = Some(d_min + D_MIN_BUMP);
+            }
         } else if d_max > bar + RISE_EPS {
             // ΔD = D_max − D̄_max > 0: delay is rising, back off by δ₁.
             self.d_est = d_min.max(self.d_est.saturating_sub(self.delta1));
@@ -332,7 +343,7 @@ impl CongestionControl for Verus {
             let mut end = *self.epoch_end.get_or_insert(now + self.epoch);
             while end <= now {
                 if self.phase == Phase::Normal {
-                    self.run_epoch(end);
+                    self.run_epoch(end, sock.packets_in_flight());
                 } else {
                     self.epoch_max = None;
                 }

@@ -25,25 +25,31 @@ fn d_est_follows_the_epoch_rules() {
     // D̄_max ← 0.2·60 + 0.8·65 = 64 ms.
     v.epoch_max = Some(Dur::from_ms(65));
     v.last_ack = Time::from_ms(1000);
-    v.run_epoch(Time::from_ms(1005));
+    v.run_epoch(Time::from_ms(1005), 30);
     assert_eq!(v.d_est, Dur::from_ms(69));
     assert_eq!(v.d_max_bar, Some(Dur::from_ms(64)));
     // Next epoch's maximum 62 ms < 64: falling, D_est + δ₂ = 71 ms;
     // D̄_max ← 0.2·64 + 0.8·62 = 62.4 ms.
     v.epoch_max = Some(Dur::from_ms(62));
-    v.run_epoch(Time::from_ms(1010));
+    v.run_epoch(Time::from_ms(1010), 30);
     assert_eq!(v.d_est, Dur::from_ms(71));
     assert_eq!(v.d_max_bar, Some(Dur::from_us(62_400)));
     // D̄_max 90 > R·D_min = 80: D_est − δ₂ whatever the trend, never below D_min.
     let mut v = normal(40, 90, 41);
     v.epoch_max = Some(Dur::from_ms(50));
-    v.run_epoch(Time::from_ms(5));
+    v.run_epoch(Time::from_ms(5), 30);
     assert_eq!(v.d_est, Dur::from_ms(40));
+    assert_eq!(v.d_min, Some(Dur::from_ms(40)));
+    // Stuck at D_min with nothing in flight: D_min rises by 10 ms.
+    v.d_max_bar = Some(Dur::from_ms(90));
+    v.epoch_max = Some(Dur::from_ms(50));
+    v.run_epoch(Time::from_ms(10), 1);
+    assert_eq!(v.d_min, Some(Dur::from_ms(50)));
     // An epoch without ACKs: D_max = max(D̄_max, time since the last ACK) = 120 ms,
     // rising: D_est − δ₁.
     let mut v = normal(40, 70, 75);
     v.last_ack = Time::from_ms(880);
-    v.run_epoch(Time::from_ms(1000));
+    v.run_epoch(Time::from_ms(1000), 30);
     assert_eq!(v.d_est, Dur::from_ms(74));
     assert_eq!(v.d_max_bar, Some(Dur::from_ms(110)));
 }
