@@ -98,7 +98,7 @@ impl SproutReceiver {
             } else {
                 self.skipped_ticks += 1;
             }
-            start = start + self.tick;
+            start += self.tick;
         }
         self.tick_start = Some(start);
     }

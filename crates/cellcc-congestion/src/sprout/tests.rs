@@ -105,7 +105,7 @@ fn feed(r: &mut SproutReceiver, from: Time, pps: f64, secs: f64) -> Time {
     let mut t = from;
     for _ in 0..n {
         r.on_data(t, 1448);
-        t = t + gap;
+        t += gap;
     }
     t
 }
@@ -154,7 +154,7 @@ fn sender_window_walks_along_the_forecast() {
     assert_eq!(s.window_at(sock.now + Dur::from_ms(45)), Some(50));
     assert_eq!(s.window_at(sock.now + Dur::from_ms(100)), Some(30));
     assert_eq!(s.window_at(sock.now + Dur::from_ms(500)), Some(0));
-    sock.now = sock.now + Dur::from_ms(500);
+    sock.now += Dur::from_ms(500);
     s.cong_control(&mut sock, &RateSample::default());
     assert_eq!(sock.cwnd, 2, "the floor stands in for heartbeats");
 }

@@ -234,7 +234,7 @@ impl Verus {
             self.d_est = d_min.max(self.d_est.saturating_sub(self.delta1));
         } else {
             // Delay falling or flat: probe by δ₂.
-            self.d_est = self.d_est + self.delta2;
+            self.d_est += self.delta2;
         }
         // §3.2: W is the delay profile's inverse at D_est.
         if let Some(w) = self
@@ -347,7 +347,7 @@ impl CongestionControl for Verus {
                 } else {
                     self.epoch_max = None;
                 }
-                end = end + self.epoch;
+                end += self.epoch;
             }
             self.epoch_end = Some(end);
             if self.refit_at.is_some_and(|t| t <= now) {
