@@ -28,6 +28,8 @@ SCHEMES = [
     "proprate-m",
     "proprate-h",
     "cesar",
+    "sprout",
+    "verus",
     "fixed",
 ]
 

@@ -14,18 +14,24 @@ pub mod bbr;
 pub mod c2tcp;
 pub mod cesar;
 pub mod cubic;
+pub mod feedback;
 pub mod fixed;
 pub mod minmax;
 pub mod proprate;
 pub mod reno;
 pub mod sock;
+pub mod sprout;
+pub mod verus;
 
 pub use cellcc_units::{Bandwidth, Dur, Time};
+pub use feedback::{ReceiverAgent, ReceiverFeedback};
 pub use sock::{AckSample, CaEvent, CaState, PacingStatus, RateSample, Sock, INFINITE_SSTHRESH};
 
 /// A congestion-control algorithm. One value per connection.
 ///
 /// Call order per incoming ACK (Linux 6.x `tcp_ack`):
+/// 0. [`on_receiver_feedback`](Self::on_receiver_feedback), only for schemes with a
+///    [`receiver_agent`](Self::receiver_agent) (not a Linux hook)
 /// 1. [`in_ack_event`](Self::in_ack_event)
 /// 2. [`pkts_acked`](Self::pkts_acked) (from `tcp_clean_rtx_queue`, when packets were
 ///    newly acked or sacked)
@@ -86,6 +92,18 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn undo_cwnd(&mut self, sock: &Sock) -> u32 {
         sock.cwnd.max(sock.prior_cwnd)
     }
+
+    /// A receiver-side agent for this connection, for schemes whose receiver models the
+    /// link and feeds the result back (Sprout); see [`crate::feedback`]. Asked once, when
+    /// the flow starts. Default: none, and ACKs carry no feedback.
+    fn receiver_agent(&self) -> Option<Box<dyn ReceiverAgent>> {
+        None
+    }
+
+    /// A valid ACK (not older than `snd_una`, not acknowledging unsent data) carried the
+    /// agent's feedback. Called before [`in_ack_event`](Self::in_ack_event), with
+    /// `sock.now` the ACK's arrival time. Only schemes with a receiver agent get it.
+    fn on_receiver_feedback(&mut self, _sock: &mut Sock, _feedback: &ReceiverFeedback) {}
 
     /// A short label of the algorithm's internal phase (e.g. `"startup"`), reported in
     /// time series. Empty when the algorithm has no phases beyond the TCP state.

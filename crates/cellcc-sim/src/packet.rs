@@ -5,6 +5,7 @@
 //! sender that only ever sends full-MSS segments (plus one short last segment of a
 //! finite flow).
 
+use cellcc_congestion::ReceiverFeedback;
 use cellcc_units::Time;
 
 /// Index of a flow in the scenario (0-based).
@@ -67,17 +68,21 @@ pub struct AckSegment {
     pub tsecr: u32,
     /// When the receiver sent this ACK.
     pub sent_at: Time,
+    /// The value a scheme's receiver-side agent stamped on it (`None` for schemes
+    /// without one; see `cellcc_congestion::feedback`).
+    pub feedback: Option<ReceiverFeedback>,
 }
 
 impl AckSegment {
     /// Length of the IP datagram: headers, plus the SACK option (2 NOPs, kind, length,
-    /// 8 bytes per block) when blocks are present.
+    /// 8 bytes per block) when blocks are present, plus the feedback option when present.
     pub fn ip_len(&self) -> u32 {
-        if self.sack_len == 0 {
-            HEADER_BYTES
+        let sack = if self.sack_len == 0 {
+            0
         } else {
-            HEADER_BYTES + 4 + 8 * self.sack_len as u32
-        }
+            4 + 8 * self.sack_len as u32
+        };
+        HEADER_BYTES + sack + self.feedback.map_or(0, |f| f.wire_bytes())
     }
 
     /// The valid SACK blocks.
@@ -133,10 +138,14 @@ mod tests {
             tsval: 0,
             tsecr: 0,
             sent_at: Time::ZERO,
+            feedback: None,
         };
         // A pure ACK is 52 bytes; Mahimahi charges 56 with the TUN header.
         assert_eq!(a.ip_len(), 52);
         a.sack_len = 3;
         assert_eq!(a.ip_len(), 52 + 4 + 24);
+        // A receiver agent's feedback: a 4-byte option header and 4 bytes per value.
+        a.feedback = Some(cellcc_congestion::ReceiverFeedback::new(&[1, 2]));
+        assert_eq!(a.ip_len(), 52 + 4 + 24 + 4 + 8);
     }
 }

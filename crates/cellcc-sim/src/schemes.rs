@@ -67,6 +67,14 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "César: scheduling-unit estimation and step-wise cwnd, BBR fallback",
     },
     SchemeInfo {
+        name: "sprout",
+        description: "Sprout (NSDI 2013): receiver-side stochastic forecast of link deliveries, window = 5th-percentile deliveries within 100 ms",
+    },
+    SchemeInfo {
+        name: "verus",
+        description: "Verus (SIGCOMM 2015): delay-profile window, D_est adjusted every 5 ms epoch",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -190,6 +198,24 @@ pub fn build(
                 cfg.bbr.cycle_seed = flow_seed;
             }
             Ok(Box::new(Cesar::new(cfg)))
+        }
+        "sprout" => {
+            use cellcc_congestion::sprout::{Sprout, SproutConfig};
+            let cfg = config::<SproutConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(Sprout::new(cfg)))
+        }
+        "verus" => {
+            use cellcc_congestion::verus::{Verus, VerusConfig};
+            let cfg = config::<VerusConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(Verus::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),

@@ -682,9 +682,11 @@ impl<'s> Simulation<'s> {
         // Scheme and parameters were validated when the scenario was loaded.
         let cc = schemes::build(scheme, params, seed)
             .expect("scheme parameters are validated by Scenario::parse");
+        // Schemes that compute at the receiver (Sprout) hand it their agent.
+        let agent = cc.receiver_agent();
         let f = &mut self.flows[i as usize];
         f.sender = Some(TcpSender::new(i, &self.sc.sender, cc, f.app, self.now));
-        f.receiver = Some(TcpReceiver::new(i, &self.sc.receiver, self.now));
+        f.receiver = Some(TcpReceiver::new(i, &self.sc.receiver, self.now).with_agent(agent));
         self.pump_sender(i);
     }
 

@@ -27,7 +27,12 @@
 //! 4. `ato` is kept in ns rather than jiffies.
 //! 5. A duplicate above the cumulative ACK gets its enclosing block as the second SACK
 //!    block (RFC 2883 §4); Linux leaves the SACK list as it is.
+//!
+//! Not Linux: a scheme may run a receiver-side agent here ([`TcpReceiver::with_agent`],
+//! `cellcc_congestion::feedback`). It sees every data arrival before the ACK decision
+//! and stamps its feedback on every ACK; without one, ACKs are exactly as above.
 
+use cellcc_congestion::ReceiverAgent;
 use cellcc_units::{Dur, Time};
 
 use super::ReceiverConfig;
@@ -78,7 +83,7 @@ struct OooRange {
 }
 
 /// A TCP receiver for one flow.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct TcpReceiver {
     flow: FlowId,
     cfg: ReceiverConfig,
@@ -109,6 +114,8 @@ pub struct TcpReceiver {
     ts_recent: Option<u32>,
     delivered: u64,
     stats: ReceiverStats,
+    /// The scheme's receiver-side agent, if it has one.
+    agent: Option<Box<dyn ReceiverAgent>>,
 }
 
 impl TcpReceiver {
@@ -132,13 +139,24 @@ impl TcpReceiver {
             ts_recent: None,
             delivered: 0,
             stats: ReceiverStats::default(),
+            agent: None,
         }
+    }
+
+    /// Run `agent` (a scheme's receiver-side half) in this receiver: it sees every data
+    /// arrival and stamps its feedback on every ACK. `None` leaves the receiver plain.
+    pub fn with_agent(mut self, agent: Option<Box<dyn ReceiverAgent>>) -> Self {
+        self.agent = agent;
+        self
     }
 
     /// Process a data segment; returns an ACK to send now (if any) and the payload bytes
     /// newly delivered in order to the application.
     pub fn on_data(&mut self, now: Time, seg: &DataSegment) -> RecvOutcome {
         self.stats.segments_received += 1;
+        if let Some(a) = self.agent.as_mut() {
+            a.on_data(now, seg.len);
+        }
         // RFC 7323 §4.3 (`tcp_replace_ts_recent`): remember TSval if the segment starts at
         // or before the last ACK sent and is not older than TS.Recent.
         if seg.seq <= self.rcv_wup
@@ -345,6 +363,7 @@ impl TcpReceiver {
             tsval: (now.as_ns() / self.cfg.ts_granularity.as_ns()) as u32,
             tsecr: self.ts_recent.unwrap_or(0),
             sent_at: now,
+            feedback: self.agent.as_mut().map(|a| a.feedback(now)),
         };
         // tcp_event_ack_sent: one quick ACK used; the timer is cleared.
         if self.quick > 0 {

@@ -6,6 +6,7 @@
 //!
 //! Per-ACK recipe ([`TcpSender::on_ack`]), in Linux's order:
 //! ```text
+//! on_receiver_feedback (only schemes with a receiver-side agent)
 //! sacktag (SACK/D-SACK scoreboard)  → in_ack_event
 //! clean_rtx_queue (cumulative ACK, RTT sample, min_rtt, RTO) → pkts_acked
 //! rack_update_reo_wnd → process_tlp_ack
@@ -492,6 +493,10 @@ impl TcpSender {
             return;
         }
         self.stats.acks_received += 1;
+        if let Some(fb) = &ack.feedback {
+            // Not Linux: a receiver-side agent's value (`cellcc_congestion::feedback`).
+            self.cc.on_receiver_feedback(&mut self.sock, fb);
+        }
         self.rcv_tsecr = ack.tsecr;
         self.ts_recent = ack.tsval;
         self.sock.rcv_tsval = ack.tsval;
