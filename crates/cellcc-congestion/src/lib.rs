@@ -19,6 +19,7 @@ pub mod minmax;
 pub mod proprate;
 pub mod reno;
 pub mod sock;
+pub mod vegas;
 
 pub use cellcc_units::{Bandwidth, Dur, Time};
 pub use sock::{AckSample, CaEvent, CaState, PacingStatus, RateSample, Sock, INFINITE_SSTHRESH};

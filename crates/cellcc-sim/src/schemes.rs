@@ -67,6 +67,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "César: scheduling-unit estimation and step-wise cwnd, BBR fallback",
     },
     SchemeInfo {
+        name: "vegas",
+        description: "Vegas: keep alpha..beta packets queued, once-per-RTT (Linux tcp_vegas.c)",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -190,6 +194,15 @@ pub fn build(
                 cfg.bbr.cycle_seed = flow_seed;
             }
             Ok(Box::new(Cesar::new(cfg)))
+        }
+        "vegas" => {
+            use cellcc_congestion::vegas::{Vegas, VegasConfig};
+            let cfg = config::<VegasConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(Vegas::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),
