@@ -20,6 +20,7 @@ pub mod proprate;
 pub mod reno;
 pub mod sock;
 pub mod vegas;
+pub mod westwood;
 
 pub use cellcc_units::{Bandwidth, Dur, Time};
 pub use sock::{AckSample, CaEvent, CaState, PacingStatus, RateSample, Sock, INFINITE_SSTHRESH};

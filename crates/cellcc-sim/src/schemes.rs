@@ -71,6 +71,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "Vegas: keep alpha..beta packets queued, once-per-RTT (Linux tcp_vegas.c)",
     },
     SchemeInfo {
+        name: "westwood",
+        description: "Westwood+: Reno growth, cwnd = BWE x RTTmin after a congestion episode (Linux tcp_westwood.c)",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -203,6 +207,10 @@ pub fn build(
                 message: e.reason,
             })?;
             Ok(Box::new(Vegas::new(cfg)))
+        }
+        "westwood" => {
+            use cellcc_congestion::westwood::{Westwood, WestwoodConfig};
+            Ok(Box::new(Westwood::new(config::<WestwoodConfig>(params)?)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),

@@ -135,3 +135,119 @@ fn vegas_keeps_two_to_four_packets_queued_on_a_constant_link() {
     );
     assert_eq!(r.drops, 0);
 }
+
+// ----- Westwood+ -------------------------------------------------------------------------
+
+/// A cwnd reduction seen in the time series: where it ended, the cwnd it ended at, and
+/// the ssthresh set when it began (Reno's half of cwnd at the loss).
+struct Reduction {
+    t_end_s: f64,
+    cwnd: u32,
+    ssthresh_at_entry: u32,
+}
+
+/// Gap without any cwnd decrease that separates two reductions, s. On these links a
+/// loss episode lasts at most a few RTTs (< 0.2 s) and episodes are > 0.5 s apart.
+const EPISODE_GAP_S: f64 = 0.2;
+
+/// cwnd reductions of flow 0 that start after `from_s`: runs of bins in which cwnd
+/// fell, with no fall for [`EPISODE_GAP_S`] between runs. During an episode PRR lowers
+/// cwnd toward Reno's ssthresh; when it ends Westwood+ sets cwnd (and ssthresh) to
+/// BWE·RTTmin, and afterwards cwnd only grows until the next loss. So the cwnd in the
+/// last bin in which it fell is the window right after the reduction.
+fn reductions(out: &SimOutput, from_s: f64) -> Vec<Reduction> {
+    let ts = &out.timeseries;
+    let idx = rows(out, 0, 0.0, f64::MAX);
+    let mut found: Vec<Reduction> = Vec::new();
+    for w in idx.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let (Some(c0), Some(c1), Some(s1)) = (ts.cwnd[a], ts.cwnd[b], ts.ssthresh[b]) else {
+            continue;
+        };
+        if c1 >= c0 || ts.t_s[b] < from_s {
+            continue;
+        }
+        match found.last_mut() {
+            Some(r) if ts.t_s[b] - r.t_end_s <= EPISODE_GAP_S => {
+                r.t_end_s = ts.t_s[b];
+                r.cwnd = c1;
+            }
+            _ => found.push(Reduction {
+                t_end_s: ts.t_s[b],
+                cwnd: c1,
+                ssthresh_at_entry: s1,
+            }),
+        }
+    }
+    found
+}
+
+/// Westwood+ (Linux `tcp_westwood.c`): after each loss episode cwnd is set to
+/// BWE·RTTmin, the measured bandwidth-delay product. 12 Mbit/s, 20 ms propagation RTT,
+/// droptail buffers of 1 BDP (22 packets) and 3 BDP; 1 ms time-series bins. The cwnd in
+/// the last bin of each reduction is compared with the estimate the controller reports
+/// (`bwe_rttmin_pkts`, stable on a constant link) and with the link's own BDP at
+/// Westwood's jiffy-rounded RTTmin (payload rate × RTTmin / mss). With the 3-BDP buffer
+/// Reno's halving would leave ~2 BDP; Westwood+ must come down to ~1 BDP.
+#[test]
+fn westwood_sets_cwnd_to_bwe_times_rttmin_after_each_loss() {
+    let rate_mbps = 12.0;
+    let bdp_pkts = 22u64; // 12 Mbit/s × 21 ms / 1500 B = 21, rounded up
+    for buffers in [1u64, 3] {
+        let bytes = buffers * bdp_pkts * WIRE_BYTES as u64;
+        let queue = format!("{{ kind = \"droptail\", bytes = {bytes} }}");
+        let out = simulate(
+            &format!("westwood-{buffers}bdp"),
+            &constant_link(rate_mbps, &queue, "westwood", "", 30.0, 1.0),
+        );
+        let r = &out.summary[0];
+        show(
+            &format!("westwood, 12 Mbit/s, {buffers}-BDP droptail ({bytes} B)"),
+            r,
+        );
+        let estimate = info(&out, "bwe_rttmin_pkts");
+        let bw_mbps = info(&out, "bw_est_mbps");
+        let rtt_min_ms = info(&out, "rtt_min_ms");
+        let payload_bytes_per_ms = rate_mbps * 1e3 / 8.0 * 1448.0 / WIRE_BYTES;
+        let link_bdp = payload_bytes_per_ms * rtt_min_ms / 1448.0;
+        let ends = reductions(&out, 5.0);
+        println!(
+            "  BWE {bw_mbps:.3} Mbit/s (payload capacity {:.3}), RTTmin {rtt_min_ms} ms: \
+             BWE·RTTmin {estimate} packets, link BDP at RTTmin {link_bdp:.1} packets; \
+             {} reductions after 5 s",
+            payload_bytes_per_ms * 8.0 / 1e3,
+            ends.len()
+        );
+        println!(
+            "    cwnd right after each reduction: {:?}; ssthresh at their starts (Reno's half): {:?}",
+            ends.iter().map(|e| e.cwnd).collect::<Vec<_>>(),
+            ends.iter().map(|e| e.ssthresh_at_entry).collect::<Vec<_>>()
+        );
+        assert!(r.drops > 0, "the buffer must force losses");
+        assert!(ends.len() >= 3, "too few loss episodes: {}", ends.len());
+        assert!(
+            (info(&out, "cwr_completions") as usize) >= ends.len(),
+            "every reduction in the series must end with a CompleteCwr"
+        );
+        for e in &ends {
+            let c = f64::from(e.cwnd);
+            assert!(
+                (c - estimate).abs() <= 0.1 * estimate + 1.0,
+                "cwnd {c} after the reduction ending at {:.3} s is not BWE·RTTmin {estimate}",
+                e.t_end_s
+            );
+            assert!(
+                (c - link_bdp).abs() <= 0.15 * link_bdp,
+                "cwnd {c} at {:.3} s is not the link's BDP {link_bdp:.1}",
+                e.t_end_s
+            );
+            if buffers == 3 {
+                assert!(
+                    c < 0.75 * f64::from(e.ssthresh_at_entry),
+                    "with a 3-BDP buffer Westwood+ must go below Reno's half ({})",
+                    e.ssthresh_at_entry
+                );
+            }
+        }
+    }
+}
