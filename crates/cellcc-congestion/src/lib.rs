@@ -15,6 +15,7 @@ pub mod c2tcp;
 pub mod cesar;
 pub mod cubic;
 pub mod fixed;
+pub mod illinois;
 pub mod minmax;
 pub mod proprate;
 pub mod reno;

@@ -75,6 +75,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "Westwood+: Reno growth, cwnd = BWE x RTTmin after a congestion episode (Linux tcp_westwood.c)",
     },
     SchemeInfo {
+        name: "illinois",
+        description: "Illinois: loss-based AIMD with delay-set alpha in [0.3, 10], beta in [1/8, 1/2] (Linux tcp_illinois.c)",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -211,6 +215,15 @@ pub fn build(
         "westwood" => {
             use cellcc_congestion::westwood::{Westwood, WestwoodConfig};
             Ok(Box::new(Westwood::new(config::<WestwoodConfig>(params)?)))
+        }
+        "illinois" => {
+            use cellcc_congestion::illinois::{Illinois, IllinoisConfig};
+            let cfg = config::<IllinoisConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(Illinois::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),

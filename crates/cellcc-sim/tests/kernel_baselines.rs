@@ -26,10 +26,23 @@ fn constant_link(
     duration_s: f64,
     bin_ms: f64,
 ) -> String {
+    path(rate_mbps, 10.0, queue, scheme, params, duration_s, bin_ms)
+}
+
+/// As [`constant_link`] with `one_way_ms` of propagation delay each way.
+fn path(
+    rate_mbps: f64,
+    one_way_ms: f64,
+    queue: &str,
+    scheme: &str,
+    params: &str,
+    duration_s: f64,
+    bin_ms: f64,
+) -> String {
     format!(
         "duration_s = {duration_s}\nseed = 1\n[downlink]\nrate_mbps = {rate_mbps}\n\
-         delay_ms = 10.0\nqueue = {queue}\n[uplink]\nrate_mbps = 100.0\ndelay_ms = 10.0\n\
-         [metrics]\nbin_ms = {bin_ms}\n\
+         delay_ms = {one_way_ms}\nqueue = {queue}\n[uplink]\nrate_mbps = 100.0\n\
+         delay_ms = {one_way_ms}\n[metrics]\nbin_ms = {bin_ms}\n\
          [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n"
     )
 }
@@ -250,4 +263,74 @@ fn westwood_sets_cwnd_to_bwe_times_rttmin_after_each_loss() {
             }
         }
     }
+}
+
+// ----- Illinois --------------------------------------------------------------------------
+
+/// Illinois (Liu, Başar, Srikant 2008; Linux `tcp_illinois.c`) sets α once per RTT from
+/// the average queueing delay d_a relative to the largest seen, d_m: α = 10 while
+/// d_a ≤ d_m/100, falling as κ1/(κ2 + d_a) to ≈ 0.3 at d_a = d_m. 12 Mbit/s, 20 ms
+/// propagation RTT, 30 s. With a short droptail buffer (10 packets, half a BDP) delay
+/// stays low and α reaches 10; with a deep one (500 packets, ~0.5 s) the queue stays
+/// long, α falls to its minimum, averages well below Reno's 1 and never returns to 10.
+///
+/// α = 10 exactly needs d_a ≤ d_m/100 (here ≤ 0.1 ms) for `theta` = 5 RTTs once delay
+/// has been higher; an unpaced sender's ACK-clocked pairs of back-to-back segments add
+/// about half a packet time (0.5 ms) to the average RTT even with an empty queue, and
+/// with β = 1/8 at low delay a loss rarely empties the 10-packet queue. So α = 10 is
+/// reached (before the first build-up and in short spells later) but is not the common
+/// case: the share of updates at 10 is printed below.
+#[test]
+fn illinois_alpha_is_ten_at_low_delay_and_near_its_minimum_at_high_delay() {
+    let rate_mbps = 12.0;
+    let run = |packets: u64| {
+        let bytes = packets * WIRE_BYTES as u64;
+        let queue = format!("{{ kind = \"droptail\", bytes = {bytes} }}");
+        let out = simulate(
+            &format!("illinois-{packets}pkts"),
+            &constant_link(rate_mbps, &queue, "illinois", "", 30.0, 10.0),
+        );
+        show(
+            &format!("illinois, 12 Mbit/s, {packets}-packet droptail"),
+            &out.summary[0],
+        );
+        println!(
+            "  phase {}, {:?}",
+            out.cc_info[0].phase, out.cc_info[0].values
+        );
+        out
+    };
+    let short = run(10);
+    let deep = run(500);
+    let s_max = info(&short, "alpha_max_seen");
+    let s_share = info(&short, "alpha_max_share");
+    let s_mean = info(&short, "alpha_mean");
+    let (d_min, d_mean, d_share) = (
+        info(&deep, "alpha_min_seen"),
+        info(&deep, "alpha_mean"),
+        info(&deep, "alpha_max_share"),
+    );
+    println!(
+        "  short buffer: largest α {s_max:.2} (α = 10 in {:.1} % of {} updates), mean α \
+         {s_mean:.2}, queueing delay mean {:.1} ms; deep buffer: smallest α {d_min:.3}, \
+         mean α {d_mean:.2}, final α {:.3}, α = 10 in {:.1} % of {} updates, queueing \
+         delay mean {:.1} ms",
+        100.0 * s_share,
+        info(&short, "alpha_updates"),
+        short.summary[0].qdelay_mean_ms.unwrap(),
+        info(&deep, "alpha"),
+        100.0 * d_share,
+        info(&deep, "alpha_updates"),
+        deep.summary[0].qdelay_mean_ms.unwrap(),
+    );
+    assert!(short.summary[0].drops > 0 && deep.summary[0].drops > 0);
+    // Low delay: α rises to α_max = 10.
+    assert_eq!(s_max, 10.0, "short buffer: α never reached 10");
+    assert!(s_share > 0.0);
+    // High delay: α falls to α_min = 38/128 ≈ 0.297 (within one 1/128 step of the
+    // fixed point: 40/128 = 0.3125), averages below Reno's 1, and never returns to 10.
+    assert!(d_min <= 0.32, "deep buffer: smallest α {d_min}");
+    assert!(d_mean < 0.6, "deep buffer: mean α {d_mean}");
+    assert_eq!(d_share, 0.0, "deep buffer: α returned to 10");
+    assert!(s_mean > d_mean, "α must be larger at low delay");
 }
