@@ -12,6 +12,7 @@
 
 pub mod bbr;
 pub mod c2tcp;
+pub mod cdg;
 pub mod cesar;
 pub mod cubic;
 pub mod fixed;

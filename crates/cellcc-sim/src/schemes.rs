@@ -79,6 +79,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "Illinois: loss-based AIMD with delay-set alpha in [0.3, 10], beta in [1/8, 1/2] (Linux tcp_illinois.c)",
     },
     SchemeInfo {
+        name: "cdg",
+        description: "CDG: probabilistic backoff on RTT gradients, shadow window (Linux tcp_cdg.c)",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -115,7 +119,8 @@ fn no_params(params: &toml::Table, scheme: &str) -> Result<(), SchemeError> {
 }
 
 /// Build the controller `name` with `params`. `flow_seed` feeds algorithms that need a
-/// random choice (BBR's initial gain-cycle phase), keeping runs deterministic.
+/// random choice (BBR's initial gain-cycle phase, CDG's backoff draws), keeping runs
+/// deterministic.
 pub fn build(
     name: &str,
     params: &toml::Table,
@@ -224,6 +229,18 @@ pub fn build(
                 message: e.reason,
             })?;
             Ok(Box::new(Illinois::new(cfg)))
+        }
+        "cdg" => {
+            use cellcc_congestion::cdg::{Cdg, CdgConfig};
+            let mut cfg = config::<CdgConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            if !params.contains_key("backoff_seed") {
+                cfg.backoff_seed = flow_seed;
+            }
+            Ok(Box::new(Cdg::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),
