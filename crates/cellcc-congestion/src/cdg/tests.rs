@@ -39,7 +39,7 @@ fn sample(cdg: &mut Cdg, s: &mut Sock, pkts: u32, rtt_us: u64) {
 
 #[test]
 fn gradients_are_window_sums_extrapolated_until_the_window_fills() {
-    let mut cdg = Cdg::default();
+    let mut cdg = Cdg::new(CdgConfig::default());
     cdg.rtt_prev = mm(20_000, 25_000);
     // g_min = +1000, g_max = −1000: g = g_min; one of 8 slots filled → ×8/1 = 8000.
     assert_eq!(push(&mut cdg, 21_000, 24_000), 8_000);
@@ -120,7 +120,7 @@ fn backoff_sets_ssthresh_to_beta_and_raises_the_shadow_window() {
 
 #[test]
 fn loss_uses_half_the_shadow_window() {
-    let mut cdg = Cdg::default();
+    let mut cdg = Cdg::new(CdgConfig::default());
     // shadow 120, cwnd 80 (backed off earlier): shadow = min(60, 80) = 60;
     // ssthresh = max(2, 60, 40) = 60 instead of Reno's 40.
     cdg.shadow_wnd = 120;

@@ -38,7 +38,7 @@ fn ack(w: &mut Westwood, s: &mut Sock, t_ms: u64, una: u64, rtt_us: Option<u64>)
 
 #[test]
 fn first_sample_fills_both_filters_then_seven_eighths_smoothing() {
-    let mut w = Westwood::default();
+    let mut w = Westwood::new(WestwoodConfig::default());
     // 30 000 bytes over 60 jiffies: 500 B/jiffy into both stages.
     w.bk = 30_000;
     w.filter(60);
