@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::{CongestionControl, PacingStatus, RateSample, Sock};
 
 /// Parameters of [`Fixed`].
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FixedConfig {
     /// The congestion window, packets.

@@ -12,16 +12,20 @@
 
 pub mod bbr;
 pub mod c2tcp;
+pub mod cdg;
 pub mod cesar;
 pub mod cubic;
 pub mod feedback;
 pub mod fixed;
+pub mod illinois;
 pub mod minmax;
 pub mod proprate;
 pub mod reno;
 pub mod sock;
 pub mod sprout;
+pub mod vegas;
 pub mod verus;
+pub mod westwood;
 
 pub use cellcc_units::{Bandwidth, Dur, Time};
 pub use feedback::{ReceiverAgent, ReceiverFeedback};

@@ -43,7 +43,7 @@ const MIN_SSTHRESH: u32 = 2;
 
 /// Scenario parameters of NewReno: there are none. Kept as a type so that every scheme
 /// is built the same way (`params` → config → controller) and unknown keys are rejected.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewRenoConfig {}
 

@@ -126,6 +126,12 @@ pub struct Sock {
     pub rcv_tsecr: u32,
     /// Length of one timestamp tick on both ends (Linux: 1 ms, `TCP_TS_HZ`).
     pub ts_granularity: Dur,
+    /// Set by a congestion control inside [`crate::CongestionControl::cong_avoid`] to
+    /// reduce cwnd as Linux's `tcp_enter_cwr` does (CDG's delay-gradient backoff). The
+    /// stack clears it as soon as the hook returns and, unless the connection is already
+    /// in CWR, Recovery or Loss, enters CWR: `prior_cwnd := cwnd`,
+    /// `ssthresh := ssthresh()`, then PRR down to ssthresh until `high_seq` is acked.
+    pub cwr_request: bool,
 }
 
 impl Sock {
@@ -165,6 +171,7 @@ impl Sock {
             rcv_tsval: 0,
             rcv_tsecr: 0,
             ts_granularity: Dur::from_ms(1),
+            cwr_request: false,
         }
     }
 

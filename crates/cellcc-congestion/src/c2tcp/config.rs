@@ -24,7 +24,7 @@ const MAX_MS: f64 = 60_000.0;
 const MAX_SCHEDULE_S: f64 = 86_400.0;
 
 /// Which of the two descriptions of C2TCP to reproduce where they differ.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Fidelity {
     /// The papers' pseudo-code, in exact nanosecond arithmetic (the default).
@@ -37,7 +37,7 @@ pub enum Fidelity {
 }
 
 /// The loss-based algorithm C2TCP refines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Base {
     /// CUBIC with HyStart, as both papers and the reference patch use (the default).
@@ -51,7 +51,7 @@ pub enum Base {
 ///
 /// Read from a scenario's `params` table; missing keys take the defaults, unknown keys
 /// are errors, and [`C2tcpConfig::validate`] names the field of any out-of-range value.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct C2tcpConfig {
     /// The application's Target for the average RTT, ms (default 50, the JSAC
@@ -93,7 +93,7 @@ impl Default for C2tcpConfig {
 }
 
 /// Parameters of C2TCP as in the IFIP Networking 2018 paper (scheme `c2tcp-ifip`).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct C2tcpIfipConfig {
     /// Target RTT, ms: RTTs below it are a good condition (default 100, the IFIP

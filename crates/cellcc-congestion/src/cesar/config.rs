@@ -15,7 +15,7 @@ use crate::bbr::BbrConfig;
 use crate::Dur;
 
 /// Where the reference module's behaviour differs from the paper, which one to follow.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Fidelity {
     /// The paper's algorithm (§IV), with the choices documented in the module header
@@ -29,7 +29,7 @@ pub enum Fidelity {
 }
 
 /// Parameters of [`super::Cesar`]. Names follow the paper (α, β, γ) and the module.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CesarConfig {
     /// α: pacing multiplier over BW_ewma (César Eq. 3–4; paper α > 1; default 2). The

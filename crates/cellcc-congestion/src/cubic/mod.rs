@@ -107,7 +107,7 @@ const US_PER_S: u64 = 1_000_000;
 ///
 /// Read from a scenario's `params` table; missing keys take the defaults, unknown keys
 /// and out-of-range values are errors naming the key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CubicConfig {
     /// Multiplicative decrease factor β, scaled by 1024 (717 ⇒ β ≈ 0.7002). 1..=1023.

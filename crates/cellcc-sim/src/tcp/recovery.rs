@@ -11,6 +11,7 @@
 //!   any ── RTO ──► Loss ── snd_una ≥ high_seq (or undo) ──► Open
 //!                  Loss ── a retransmission lost again (RACK) ──► Recovery
 //!   Open ── probe repaired a loss ──► CWR ── at once ──► Open/Disorder
+//!   Open/Disorder ── cc sets cwr_request (tcp_enter_cwr) ──► CWR ── ack > high_seq ──► Open
 //! ```
 //!
 //! Loss marking: RACK (`rack.rs`) by default; with `rack = false` the classic SACK rule
@@ -144,6 +145,18 @@ impl TcpSender {
             self.init_cwnd_reduction();
         }
         self.set_ca_state(CaState::Recovery);
+    }
+
+    /// `tcp_enter_cwr`: a congestion control asked to reduce cwnd without a loss
+    /// (`Sock::cwr_request`). No undo is possible for it; a connection already in
+    /// CWR, Recovery or Loss keeps its reduction.
+    pub(crate) fn enter_cwr(&mut self) {
+        self.sock.prior_ssthresh = 0;
+        if ca_rank(self.sock.ca_state) < ca_rank(CaState::Cwr) {
+            self.undo_marker = None;
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+        }
     }
 
     /// `tcp_init_undo`: remember where the episode started and how many retransmissions

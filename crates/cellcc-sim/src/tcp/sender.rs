@@ -23,6 +23,9 @@
 //! 3. No ECN, no receive-window limit, no SYN/FIN, no MTU probing.
 //! 4. `pkts_acked` receives the number of segments newly ACKed or SACKed (the trait's
 //!    definition) and `in_flight` before the ACK.
+//! 5. A congestion control cannot call `tcp_enter_cwr` itself: it sets
+//!    `Sock::cwr_request` in `cong_avoid`, and the stack enters CWR right after the hook
+//!    returns (the same point in the ACK's processing).
 
 use cellcc_congestion::minmax::Minmax;
 use cellcc_congestion::{CaState, CongestionControl, RateSample, Sock};
@@ -582,6 +585,11 @@ impl TcpSender {
         } else if self.may_raise_cwnd(f) {
             self.cc.cong_avoid(&mut self.sock, acked_sacked);
             self.snd_cwnd_stamp = self.sock.now;
+            // Linux congestion controls may call `tcp_enter_cwr` from `cong_avoid`
+            // (CDG's backoff); here they ask through `Sock::cwr_request`.
+            if std::mem::take(&mut self.sock.cwr_request) {
+                self.enter_cwr();
+            }
         }
         self.sock.pacing_rate = default_pacing_rate(&self.sock, self.rtt.srtt_us8());
     }

@@ -366,3 +366,95 @@ fn pacing_spaces_segments_only_when_the_cc_asks() {
         "only the probe timer"
     );
 }
+
+// ----- a congestion control enters CWR (tcp_enter_cwr) ------------------------------------
+
+/// Reno that asks for one CWR reduction (as CDG's backoff does) the first time cwnd
+/// reaches `at_cwnd`, with ssthresh = 70 % of cwnd.
+#[derive(Debug)]
+struct CwrOnce {
+    at_cwnd: u32,
+    requested: bool,
+    events: Arc<Mutex<Vec<CaEvent>>>,
+}
+
+impl CongestionControl for CwrOnce {
+    fn name(&self) -> &'static str {
+        "test-cwr"
+    }
+    fn ssthresh(&mut self, sock: &Sock) -> u32 {
+        (sock.cwnd * 7 / 10).max(2)
+    }
+    fn cong_avoid(&mut self, sock: &mut Sock, acked: u32) {
+        if !self.requested && sock.cwnd >= self.at_cwnd {
+            self.requested = true;
+            sock.cwr_request = true;
+            return;
+        }
+        if sock.in_slow_start() {
+            sock.slow_start(acked);
+        }
+    }
+    fn cwnd_event(&mut self, _sock: &mut Sock, event: CaEvent) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+#[test]
+fn a_cwr_request_from_cong_avoid_reduces_cwnd_by_prr_without_retransmitting() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let cc = CwrOnce {
+        at_cwnd: 40,
+        requested: false,
+        events: events.clone(),
+    };
+    let sender = TcpSender::new(0, &SenderConfig::default(), Box::new(cc), App::Bulk, ms(0));
+    // 10 Mbit/s, 40 ms RTT, deep queue: no loss ever.
+    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    net.run_until(ms(1000));
+
+    let entry = net
+        .obs
+        .states
+        .iter()
+        .find(|s| s.2 == CaState::Cwr)
+        .expect("entered CWR");
+    assert_eq!(entry.1, CaState::Open);
+    let at_entry = net.snap_at(entry.0);
+    let before = *net.trace.iter().rev().find(|s| s.t < entry.0).unwrap();
+    // tcp_init_cwnd_reduction: ssthresh from the congestion control at the entry cwnd.
+    assert!(before.cwnd >= 40);
+    assert_eq!(at_entry.ssthresh, before.cwnd * 7 / 10);
+    // The flag was consumed.
+    assert!(!net.sender.sock().cwr_request);
+
+    // CWR lasts until data sent after the entry is acked; PRR lowers cwnd meanwhile and
+    // the exit sets cwnd = ssthresh and reports CompleteCwr.
+    let exit = net
+        .obs
+        .states
+        .iter()
+        .find(|s| s.1 == CaState::Cwr)
+        .expect("left CWR");
+    assert_eq!(exit.2, CaState::Open);
+    assert!(exit.0 > entry.0);
+    let at_exit = net.snap_at(exit.0);
+    assert_eq!(at_exit.cwnd, at_entry.ssthresh);
+    for s in net.trace.iter().filter(|s| s.t >= entry.0 && s.t < exit.0) {
+        assert_eq!(s.state, CaState::Cwr);
+        assert!(s.cwnd <= before.cwnd);
+    }
+    assert_eq!(
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| **e == CaEvent::CompleteCwr)
+            .count(),
+        1
+    );
+    // A reduction without loss: nothing retransmitted, no recovery, no undo.
+    let st = net.sender.stats();
+    assert_eq!((st.retransmissions, st.fast_recoveries, st.rtos), (0, 0, 0));
+    assert_eq!(net.sender.sock().cwnd, at_entry.ssthresh);
+}
