@@ -13,6 +13,7 @@
 pub mod bbr;
 pub mod c2tcp;
 pub mod cesar;
+pub mod copa;
 pub mod cubic;
 pub mod fixed;
 pub mod minmax;

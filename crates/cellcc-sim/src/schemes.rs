@@ -67,6 +67,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "César: scheduling-unit estimation and step-wise cwnd, BBR fallback",
     },
     SchemeInfo {
+        name: "copa",
+        description: "Copa (NSDI 2018): target rate 1/(delta x d_q), velocity, competitive-mode switching",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -190,6 +194,15 @@ pub fn build(
                 cfg.bbr.cycle_seed = flow_seed;
             }
             Ok(Box::new(Cesar::new(cfg)))
+        }
+        "copa" => {
+            use cellcc_congestion::copa::{Copa, CopaConfig};
+            let cfg = config::<CopaConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(Copa::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),

@@ -1,0 +1,163 @@
+//! Scenario-level acceptance tests of the delay-based baselines: Copa, LEDBAT (RFC 6817
+//! and LEDBAT++) and PCC-Vivace. Each test prints what it measured; rerun them with
+//! `cargo test --release --locked -p cellcc-sim --test delay_baselines -- --nocapture`.
+//!
+//! The trace test skips when `../shared/traces/mahimahi` is absent. Set
+//! `CELLCC_TEST_PLOTS=DIR` to also write each run's time series into DIR.
+
+mod common;
+use common::{simulate, traces_dir};
+
+use cellcc_sim::metrics::SummaryRow;
+use cellcc_sim::SimOutput;
+
+/// Link rate of the constant-link tests, Mbit/s.
+const RATE_MBPS: f64 = 12.0;
+/// Bytes a full segment occupies on the link (1448 payload + 52 header bytes).
+const PACKET_BYTES: f64 = 1500.0;
+
+/// Packets per ms the constant link serves.
+fn packets_per_ms() -> f64 {
+    RATE_MBPS * 1e6 / 8.0 / PACKET_BYTES / 1000.0
+}
+
+/// `RATE_MBPS` downlink, 10 ms each way, infinite (deep) buffer; `flows` are
+/// `(scheme, params, start_s)`.
+fn constant_link(flows: &[(&str, &str, f64)], duration_s: f64, bin_ms: f64) -> String {
+    let mut s = format!(
+        "duration_s = {duration_s}\nseed = 1\n[downlink]\nrate_mbps = {RATE_MBPS}\n\
+         delay_ms = 10.0\nqueue = {{ kind = \"infinite\" }}\n[uplink]\nrate_mbps = 100.0\n\
+         delay_ms = 10.0\n[metrics]\nbin_ms = {bin_ms}\n"
+    );
+    for (scheme, params, start) in flows {
+        s += &format!(
+            "[[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\nstart_s = {start}\n"
+        );
+    }
+    s
+}
+
+fn show(label: &str, r: &SummaryRow) {
+    println!(
+        "{label}: throughput {:.3} Mbit/s, utilisation {:.3}, RTT mean {:.1} ms (min {:.1}), \
+         queueing delay mean {:.2} ms (p50 {:.2}, p95 {:.2}), drops {}, RTOs {}",
+        r.throughput_mbps,
+        r.utilisation.unwrap_or(f64::NAN),
+        r.rtt_mean_ms.unwrap_or(f64::NAN),
+        r.rtt_min_ms.unwrap_or(f64::NAN),
+        r.qdelay_mean_ms.unwrap_or(f64::NAN),
+        r.qdelay_p50_ms.unwrap_or(f64::NAN),
+        r.qdelay_p95_ms.unwrap_or(f64::NAN),
+        r.drops,
+        r.rtos
+    );
+}
+
+/// Mean over bins of `flow` whose start lies in `[from_s, to_s)` of a time-series column.
+fn mean_of(
+    out: &SimOutput,
+    flow: i64,
+    from_s: f64,
+    to_s: f64,
+    col: impl Fn(usize) -> Option<f64>,
+) -> f64 {
+    let ts = &out.timeseries;
+    let v: Vec<f64> = (0..ts.len())
+        .filter(|&i| ts.flow[i] == flow && ts.t_s[i] >= from_s && ts.t_s[i] < to_s)
+        .filter_map(&col)
+        .collect();
+    assert!(
+        !v.is_empty(),
+        "no samples for flow {flow} in [{from_s}, {to_s})"
+    );
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// A value `flow`'s congestion control reported at the end of the run.
+fn info(out: &SimOutput, flow: u32, name: &str) -> f64 {
+    let cc = out
+        .cc_info
+        .iter()
+        .find(|c| c.flow == flow)
+        .expect("flow info");
+    cc.values
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no {name} in {:?}", cc.values))
+        .1
+}
+
+fn mean_qdelay(out: &SimOutput, flow: i64, from_s: f64, to_s: f64) -> f64 {
+    mean_of(out, flow, from_s, to_s, |i| out.timeseries.qdelay_ms[i])
+}
+
+fn mean_throughput(out: &SimOutput, flow: i64, from_s: f64, to_s: f64) -> f64 {
+    mean_of(out, flow, from_s, to_s, |i| {
+        Some(out.timeseries.throughput_mbps[i].unwrap_or(0.0))
+    })
+}
+
+/// The smallest queueing delay of `flow` within each `window_ms` of `[from_s, to_s)`,
+/// averaged: the queue that did not drain within the window (Copa's standing queue when
+/// the window is srtt/2). Needs bins of at most `window_ms`.
+fn mean_window_min_qdelay(out: &SimOutput, flow: i64, from_s: f64, to_s: f64, per: usize) -> f64 {
+    let ts = &out.timeseries;
+    let v: Vec<f64> = (0..ts.len())
+        .filter(|&i| ts.flow[i] == flow && ts.t_s[i] >= from_s && ts.t_s[i] < to_s)
+        .filter_map(|i| ts.qdelay_ms[i])
+        .collect();
+    let mins: Vec<f64> = v
+        .chunks(per)
+        .map(|c| c.iter().cloned().fold(f64::INFINITY, f64::min))
+        .collect();
+    mins.iter().sum::<f64>() / mins.len() as f64
+}
+
+/// Copa NSDI'18 §2: alone on a link of μ packets/s, Copa's rate equals μ when
+/// d_q = 1/(δ·μ), a standing queue of 1/δ packets — 2 packets (2 ms at 1 packet/ms) at
+/// δ = 0.5. Measured three ways after a 5 s warm-up: Copa's own d_q estimate (mean over
+/// ACKs), the link's queueing delay taken as the minimum of each 10 ms (≈ srtt/2, the
+/// window RTT_standing uses), and the mean queueing delay; with utilisation.
+#[test]
+fn copa_standing_queue_is_about_one_over_delta_packets() {
+    for (delta, switching) in [(0.5, true), (0.5, false), (0.25, false)] {
+        let params = format!("delta = {delta}, mode_switching = {switching}");
+        let out = simulate(
+            &format!("copa-standing-{delta}-{switching}"),
+            &constant_link(&[("copa", &params, 0.0)], 30.0, 2.0),
+        );
+        let r = &out.summary[0];
+        show(&format!("copa {params}, 12 Mbit/s, 20 ms, deep buffer"), r);
+        let pkt_ms = packets_per_ms();
+        let standing_ms = mean_window_min_qdelay(&out, 0, 5.0, 30.0, 5);
+        let mean_ms = mean_qdelay(&out, 0, 5.0, 30.0);
+        let dq_ms = info(&out, 0, "dq_mean_ms");
+        let expect = 1.0 / delta;
+        println!(
+            "  1/δ = {expect} packets: Copa's d_q {:.2} packets, link standing queue \
+             (min per 10 ms) {:.2} packets, mean queue {:.2} packets",
+            dq_ms * pkt_ms,
+            standing_ms * pkt_ms,
+            mean_ms * pkt_ms
+        );
+        let phase = out.cc_info[0].phase;
+        println!("  final mode {phase}, δ {}", info(&out, 0, "delta"));
+        assert_eq!(
+            phase, "default",
+            "alone on the link Copa stays in default mode"
+        );
+        let util = r.utilisation.unwrap();
+        assert!(util >= 0.9, "utilisation {util}");
+        let standing = standing_ms * pkt_ms;
+        assert!(
+            standing >= 0.5 * expect && standing <= 2.0 * expect,
+            "standing queue {standing} packets vs 1/δ = {expect}"
+        );
+        let dq = dq_ms * pkt_ms;
+        assert!(
+            dq >= 0.5 * expect && dq <= 2.0 * expect,
+            "Copa's d_q {dq} packets vs 1/δ = {expect}"
+        );
+        assert_eq!(r.drops, 0);
+    }
+}
