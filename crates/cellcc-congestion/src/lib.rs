@@ -16,6 +16,7 @@ pub mod cesar;
 pub mod copa;
 pub mod cubic;
 pub mod fixed;
+pub mod ledbat;
 pub mod minmax;
 pub mod proprate;
 pub mod reno;

@@ -71,6 +71,14 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "Copa (NSDI 2018): target rate 1/(delta x d_q), velocity, competitive-mode switching",
     },
     SchemeInfo {
+        name: "ledbat",
+        description: "LEDBAT (RFC 6817): one-way delay to a 100 ms target; variant = \"plusplus\" for LEDBAT++",
+    },
+    SchemeInfo {
+        name: "ledbat++",
+        description: "LEDBAT++ (draft-irtf-iccrg-ledbat-plus-plus): RTT to a 60 ms target, periodic slowdowns",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -203,6 +211,24 @@ pub fn build(
                 message: e.reason,
             })?;
             Ok(Box::new(Copa::new(cfg)))
+        }
+        "ledbat" | "ledbat++" => {
+            use cellcc_congestion::ledbat::{Ledbat, LedbatConfig, Variant};
+            let mut cfg = config::<LedbatConfig>(params)?;
+            if name == "ledbat++" {
+                if params.contains_key("variant") {
+                    return Err(SchemeError {
+                        key: "params.variant".into(),
+                        message: "ledbat++ fixes variant = \"plusplus\"; use scheme \"ledbat\" to choose it".into(),
+                    });
+                }
+                cfg.variant = Variant::Plusplus;
+            }
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            Ok(Box::new(Ledbat::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),

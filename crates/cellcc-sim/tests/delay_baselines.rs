@@ -24,9 +24,26 @@ fn packets_per_ms() -> f64 {
 /// `RATE_MBPS` downlink, 10 ms each way, infinite (deep) buffer; `flows` are
 /// `(scheme, params, start_s)`.
 fn constant_link(flows: &[(&str, &str, f64)], duration_s: f64, bin_ms: f64) -> String {
+    link(
+        &format!("rate_mbps = {RATE_MBPS}"),
+        "{ kind = \"infinite\" }",
+        flows,
+        duration_s,
+        bin_ms,
+    )
+}
+
+/// A downlink with capacity `capacity` (TOML keys) and `queue`, 10 ms each way.
+fn link(
+    capacity: &str,
+    queue: &str,
+    flows: &[(&str, &str, f64)],
+    duration_s: f64,
+    bin_ms: f64,
+) -> String {
     let mut s = format!(
-        "duration_s = {duration_s}\nseed = 1\n[downlink]\nrate_mbps = {RATE_MBPS}\n\
-         delay_ms = 10.0\nqueue = {{ kind = \"infinite\" }}\n[uplink]\nrate_mbps = 100.0\n\
+        "duration_s = {duration_s}\nseed = 1\n[downlink]\n{capacity}\n\
+         delay_ms = 10.0\nqueue = {queue}\n[uplink]\nrate_mbps = 100.0\n\
          delay_ms = 10.0\n[metrics]\nbin_ms = {bin_ms}\n"
     );
     for (scheme, params, start) in flows {
@@ -159,5 +176,76 @@ fn copa_standing_queue_is_about_one_over_delta_packets() {
             "Copa's d_q {dq} packets vs 1/δ = {expect}"
         );
         assert_eq!(r.drops, 0);
+    }
+}
+
+/// RFC 6817 §2.4: alone on a constant link with a deep buffer, LEDBAT grows until the
+/// queueing delay reaches TARGET (100 ms) and holds it there. Measured as the mean
+/// queueing delay of the link over 30–60 s (after the ~1 packet/RTT ramp-up). LEDBAT++
+/// does the same around its 60 ms target, minus its periodic slowdowns.
+#[test]
+fn ledbat_holds_queueing_delay_near_its_target() {
+    for (scheme, target) in [("ledbat", 100.0), ("ledbat++", 60.0)] {
+        let out = simulate(
+            &format!("{scheme}-alone"),
+            &constant_link(&[(scheme, "", 0.0)], 60.0, 100.0),
+        );
+        let r = &out.summary[0];
+        show(&format!("{scheme}, 12 Mbit/s, 20 ms, deep buffer"), r);
+        let q = mean_qdelay(&out, 0, 30.0, 60.0);
+        let tput = mean_throughput(&out, 0, 30.0, 60.0);
+        println!(
+            "  30–60 s: mean queueing delay {q:.1} ms (target {target} ms), throughput \
+             {tput:.2} Mbit/s, controller q at the end {:.1} ms, slowdowns {}",
+            info(&out, 0, "queuing_delay_ms"),
+            info(&out, 0, "slowdowns")
+        );
+        assert!(
+            (q - target).abs() <= 0.15 * target,
+            "{scheme}: mean queueing delay {q} ms vs target {target} ms"
+        );
+        assert!(
+            tput >= 0.8 * RATE_MBPS * 1448.0 / 1500.0,
+            "{scheme}: throughput {tput}"
+        );
+    }
+}
+
+/// RFC 6817 §1–2: LEDBAT yields to standard TCP. LEDBAT runs alone for 20 s, then a
+/// CUBIC flow starts on the same link (deep 400-packet droptail buffer, 400 ms at
+/// 12 Mbit/s, so CUBIC's queue exceeds LEDBAT's target). LEDBAT's share is its
+/// throughput over the sum of both flows' throughput, from the 500 ms time-series bins,
+/// in 10–20 s (alone) and 30–60 s (with CUBIC, after 10 s of convergence).
+#[test]
+fn ledbat_yields_to_cubic() {
+    for scheme in ["ledbat", "ledbat++"] {
+        let out = simulate(
+            &format!("{scheme}-vs-cubic"),
+            &link(
+                &format!("rate_mbps = {RATE_MBPS}"),
+                "{ kind = \"droptail\", packets = 400 }",
+                &[(scheme, "", 0.0), ("cubic", "", 20.0)],
+                60.0,
+                500.0,
+            ),
+        );
+        show(&format!("{scheme} (flow 0)"), &out.summary[0]);
+        show("cubic from 20 s (flow 1)", &out.summary[1]);
+        let alone = mean_throughput(&out, 0, 10.0, 20.0);
+        let with = mean_throughput(&out, 0, 30.0, 60.0);
+        let cubic = mean_throughput(&out, 1, 30.0, 60.0);
+        let share = with / (with + cubic);
+        println!(
+            "  {scheme}: alone {alone:.2} Mbit/s; with CUBIC {with:.2} Mbit/s vs CUBIC \
+             {cubic:.2} Mbit/s: share {share:.3}"
+        );
+        assert!(
+            alone >= 0.7 * RATE_MBPS * 1448.0 / 1500.0,
+            "{scheme} alone: {alone}"
+        );
+        assert!(
+            share <= 0.1,
+            "{scheme} keeps {share} of the link against CUBIC"
+        );
     }
 }
