@@ -21,6 +21,7 @@ pub mod minmax;
 pub mod proprate;
 pub mod reno;
 pub mod sock;
+pub mod vivace;
 
 pub use cellcc_units::{Bandwidth, Dur, Time};
 pub use sock::{AckSample, CaEvent, CaState, PacingStatus, RateSample, Sock, INFINITE_SSTHRESH};

@@ -79,6 +79,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         description: "LEDBAT++ (draft-irtf-iccrg-ledbat-plus-plus): RTT to a 60 ms target, periodic slowdowns",
     },
     SchemeInfo {
+        name: "pcc-vivace",
+        description: "PCC-Vivace (NSDI 2018): gradient ascent on x^0.9 - 900 x dRTT/dt - 11.35 x L over monitor intervals",
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
     },
@@ -229,6 +233,18 @@ pub fn build(
                 message: e.reason,
             })?;
             Ok(Box::new(Ledbat::new(cfg)))
+        }
+        "pcc-vivace" => {
+            use cellcc_congestion::vivace::{Vivace, VivaceConfig};
+            let mut cfg = config::<VivaceConfig>(params)?;
+            cfg.validate().map_err(|e| SchemeError {
+                key: format!("params.{}", e.field),
+                message: e.reason,
+            })?;
+            if !params.contains_key("seed") {
+                cfg.seed = flow_seed;
+            }
+            Ok(Box::new(Vivace::new(cfg)))
         }
         _ => Err(SchemeError {
             key: "scheme".into(),

@@ -249,3 +249,107 @@ fn ledbat_yields_to_cubic() {
         );
     }
 }
+
+/// PCC-Vivace NSDI'18 §2–3 sanity: alone on a constant 12 Mbit/s link with a deep buffer
+/// it reaches high utilisation with a small queue (the latency term of the utility
+/// punishes a growing RTT). Measured over 10–30 s.
+#[test]
+fn vivace_high_utilisation_low_queueing_on_a_constant_link() {
+    let out = simulate(
+        "vivace-constant",
+        &constant_link(&[("pcc-vivace", "", 0.0)], 30.0, 100.0),
+    );
+    let r = &out.summary[0];
+    show("pcc-vivace, 12 Mbit/s, 20 ms, deep buffer", r);
+    let tput = mean_throughput(&out, 0, 10.0, 30.0);
+    let q = mean_qdelay(&out, 0, 10.0, 30.0);
+    let util = tput / (RATE_MBPS * 1448.0 / 1500.0);
+    println!(
+        "  10–30 s: throughput {tput:.2} Mbit/s (utilisation of goodput capacity {util:.3}), \
+         mean queueing delay {q:.1} ms, final rate {:.2} Mbit/s after {} steps",
+        info(&out, 0, "rate_mbps"),
+        info(&out, 0, "steps")
+    );
+    assert!(util >= 0.85, "utilisation {util}");
+    assert!(q <= 20.0, "mean queueing delay {q} ms");
+}
+
+/// PCC-Vivace reacts to a rate step (ccBench `wired12-2x-u-7s-plus-10`: 12 Mbit/s until
+/// 17 s, 24 Mbit/s 17–24 s, 12 Mbit/s 24–31 s, 24 Mbit/s 31–38 s; deep buffer). Its
+/// throughput rises after the step up, and after the step down the queue it built
+/// drains again (mean queueing delay over the last 4 s of the low period).
+///
+/// Known failure, see docs/algorithms/pcc-vivace.md ("Known gap"): on this trace-driven
+/// link the per-MI RTT slope is dominated by the link's 1 ms delivery quantisation, the
+/// rate random-walks, the change bound ω grows over consecutive up-steps and the rate
+/// overshoots by ~45 %; the queue then inflates srtt, hence the MI length and the
+/// probing round, and the 5 % steps after a direction change drain it only slowly.
+#[test]
+#[ignore = "PCC-Vivace overshoots and drains slowly on the step trace; see docs/algorithms/pcc-vivace.md"]
+fn vivace_follows_a_rate_step() {
+    let out = simulate(
+        "vivace-steps",
+        &link(
+            "synth = { model = \"steps\", base_mbps = 12, factor = 2, direction = \"up\" }",
+            "{ kind = \"infinite\" }",
+            &[("pcc-vivace", "", 0.0)],
+            38.0,
+            100.0,
+        ),
+    );
+    show("pcc-vivace, steps 12/24 Mbit/s", &out.summary[0]);
+    let low = mean_throughput(&out, 0, 12.0, 17.0);
+    let high = mean_throughput(&out, 0, 20.0, 24.0);
+    let back = mean_throughput(&out, 0, 27.0, 31.0);
+    let high2 = mean_throughput(&out, 0, 34.0, 38.0);
+    let q_low = mean_qdelay(&out, 0, 12.0, 17.0);
+    let q_back = mean_qdelay(&out, 0, 27.0, 31.0);
+    println!(
+        "  throughput: 12–17 s {low:.2}, 20–24 s {high:.2}, 27–31 s {back:.2}, 34–38 s \
+         {high2:.2} Mbit/s; mean queueing delay 12–17 s {q_low:.1} ms, 27–31 s {q_back:.1} ms"
+    );
+    assert!(
+        low >= 0.8 * 12.0 * 1448.0 / 1500.0,
+        "12 Mbit/s period: {low}"
+    );
+    assert!(high >= 1.4 * low, "after the step up: {high} vs {low}");
+    assert!(
+        high2 >= 1.4 * back,
+        "after the second step up: {high2} vs {back}"
+    );
+    assert!(q_back <= 50.0, "queue after the step down: {q_back} ms");
+}
+
+/// Every scheme of this file runs for 20 s on every `.down` Mahimahi trace (150 KB
+/// droptail buffer, 10 ms each way, 100 Mbit/s uplink) without a panic and delivers data.
+#[test]
+fn every_delay_baseline_runs_on_every_trace() {
+    let Some(dir) = traces_dir() else { return };
+    let mut traces: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "down"))
+        .collect();
+    traces.sort();
+    assert!(!traces.is_empty(), "no .down traces in {}", dir.display());
+    for trace in &traces {
+        let name = trace.file_stem().unwrap().to_string_lossy().to_string();
+        for scheme in ["copa", "ledbat", "ledbat++", "pcc-vivace"] {
+            let out = simulate(
+                &format!("{scheme}-{name}"),
+                &link(
+                    &format!("trace = \"{}\"", trace.display()),
+                    "{ kind = \"droptail\", bytes = 150000 }",
+                    &[(scheme, "", 0.0)],
+                    20.0,
+                    500.0,
+                ),
+            );
+            show(&format!("{scheme} on {name}"), &out.summary[0]);
+            assert!(
+                out.summary[0].app_bytes > 0,
+                "{scheme} on {name} delivered nothing"
+            );
+        }
+    }
+}
