@@ -732,8 +732,10 @@ mod tests {
 
     #[test]
     fn amplifier_counts_same_direction_steps() {
-        let mut v = Vivace::default();
-        v.rate = Vivace::bytes_per_s(10.0);
+        let mut v = Vivace {
+            rate: Vivace::bytes_per_s(10.0),
+            ..Vivace::default()
+        };
         v.apply_gradient(0.1);
         v.apply_gradient(0.1);
         assert_eq!(v.amplifier, 2);
@@ -746,8 +748,10 @@ mod tests {
 
     #[test]
     fn probing_round_has_both_sides_of_each_pair_in_random_order() {
-        let mut v = Vivace::default();
-        v.rate = 1000.0;
+        let mut v = Vivace {
+            rate: 1000.0,
+            ..Vivace::default()
+        };
         v.start_probing();
         let mut rates = Vec::new();
         for _ in 0..5 {
