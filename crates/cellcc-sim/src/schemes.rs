@@ -11,14 +11,17 @@ use cellcc_congestion::bbr::{Bbr, BbrConfig};
 use cellcc_congestion::c2tcp::{C2tcp, C2tcpConfig, C2tcpIfipConfig};
 use cellcc_congestion::cdg::{Cdg, CdgConfig};
 use cellcc_congestion::cesar::{Cesar, CesarConfig};
+use cellcc_congestion::copa::{Copa, CopaConfig};
 use cellcc_congestion::cubic::{Cubic, CubicConfig};
 use cellcc_congestion::fixed::{Fixed, FixedConfig};
 use cellcc_congestion::illinois::{Illinois, IllinoisConfig};
+use cellcc_congestion::ledbat::{Ledbat, LedbatConfig, Variant};
 use cellcc_congestion::proprate::{self as pr, PropRate, PropRateConfig};
 use cellcc_congestion::reno::{NewReno, NewRenoConfig};
 use cellcc_congestion::sprout::{Sprout, SproutConfig};
 use cellcc_congestion::vegas::{Vegas, VegasConfig};
 use cellcc_congestion::verus::{Verus, VerusConfig};
+use cellcc_congestion::vivace::{Vivace, VivaceConfig};
 use cellcc_congestion::westwood::{Westwood, WestwoodConfig};
 use cellcc_congestion::CongestionControl;
 use serde::de::DeserializeOwned;
@@ -228,6 +231,64 @@ pub const SCHEMES: &[SchemeInfo] = &[
         build: |p, _| Ok(Box::new(Verus::new(checked(p)?))),
     },
     SchemeInfo {
+        name: "copa",
+        description: "Copa: target rate 1/(delta x d_q), velocity, competitive-mode switching",
+        source: "Arun, Balakrishnan, USENIX NSDI 2018",
+        doc: "copa.md",
+        params: || params_of(Some(CopaConfig::default()), &[]),
+        build: |p, _| Ok(Box::new(Copa::new(checked(p)?))),
+    },
+    SchemeInfo {
+        name: "ledbat",
+        description: "LEDBAT: one-way delay to a 100 ms target; variant = \"plusplus\" for LEDBAT++",
+        source: "RFC 6817 (LEDBAT); draft-irtf-iccrg-ledbat-plus-plus (LEDBAT++)",
+        doc: "ledbat.md",
+        params: || params_of(Some(LedbatConfig::default()), &[]),
+        build: |p, _| Ok(Box::new(Ledbat::new(checked(p)?))),
+    },
+    SchemeInfo {
+        name: "ledbat++",
+        description: "LEDBAT++: RTT to a 60 ms target, periodic slowdowns",
+        source: "draft-irtf-iccrg-ledbat-plus-plus",
+        doc: "ledbat.md",
+        params: || {
+            let mut params = params_of(Some(LedbatConfig::default()), &[]);
+            for p in &mut params {
+                if p.key == "variant" {
+                    p.default = ParamDefault::Fixed(toml::Value::String("plusplus".into()));
+                }
+            }
+            params
+        },
+        build: |p, _| {
+            if p.contains_key("variant") {
+                return Err(SchemeError {
+                    key: "params.variant".into(),
+                    message: "ledbat++ fixes variant = \"plusplus\"; use scheme \"ledbat\" to choose it"
+                        .into(),
+                });
+            }
+            let mut cfg: LedbatConfig = checked(p)?;
+            cfg.variant = Variant::Plusplus;
+            cfg.check()?;
+            Ok(Box::new(Ledbat::new(cfg)))
+        },
+    },
+    SchemeInfo {
+        name: "pcc-vivace",
+        description: "PCC-Vivace: gradient ascent on x^0.9 - 900 x dRTT/dt - 11.35 x L over monitor intervals",
+        source: "Dong et al., USENIX NSDI 2018",
+        doc: "pcc-vivace.md",
+        params: || params_of(Some(VivaceConfig::default()), &["seed"]),
+        build: |p, seed| {
+            let mut cfg: VivaceConfig = checked(p)?;
+            if !p.contains_key("seed") {
+                cfg.seed = seed;
+            }
+            Ok(Box::new(Vivace::new(cfg)))
+        },
+    },
+    SchemeInfo {
         name: "fixed",
         description: "A fixed cwnd (and optional fixed pacing rate): the reference of César Fig. 1",
         source: "César Fig. 1 (a window fixed at the BDP)",
@@ -311,6 +372,9 @@ validated!(
     CdgConfig,
     SproutConfig,
     VerusConfig,
+    CopaConfig,
+    LedbatConfig,
+    VivaceConfig,
     FixedConfig,
 );
 
