@@ -103,6 +103,8 @@ def _execute(
     """Run ``sweep`` into ``out``, write its report, print its table; return a summary."""
     from cellcc import runner, sweep_report
 
+    sweep_report.report_options(sweep)
+    runner.check(sweep)
     with _run_progress(len(sweep.runs), sweep.name) as advance:
         outcome = runner.run_sweep(
             sweep,
@@ -112,6 +114,7 @@ def _execute(
             address=address,
             command=command,
             progress=advance,
+            validate=False,
         )
     record = __import__("json").loads((out / "provenance.json").read_text(encoding="utf-8"))
     page, table = sweep_report.write_sweep_report(
@@ -205,9 +208,10 @@ def reproduce(
 ) -> None:
     """Reproduce catalogue experiments: run, report next to the published numbers, index."""
     from cellcc import catalogue as cat
+    from cellcc import runner
     from cellcc.results import provenance
     from cellcc.sweep import load_sweep
-    from cellcc.sweep_report import write_index
+    from cellcc.sweep_report import report_options, write_index
 
     if (experiment_id is None) == (not run_all):
         raise _fail("give an experiment ID or --all (see 'cellcc experiments list')")
@@ -215,6 +219,9 @@ def reproduce(
         raise _fail("--address: only applies with --executor ray")
     chosen = cat.entries(catalogue) if run_all else [cat.find(experiment_id or "", catalogue)]
     loaded = [(e, load_sweep(e.path, quick=quick, traces_dir=traces)) for e in chosen]
+    for _entry, sweep_ in loaded:  # every file is checked before the first run
+        report_options(sweep_)
+        runner.check(sweep_)
     flags = ["--quick" if quick else None]
     if traces is not None:
         flags += ["--traces", str(traces)]

@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -221,6 +222,29 @@ def _clean_temporaries(directory: Path) -> None:
             leftover.unlink(missing_ok=True)
 
 
+def check(sweep: Sweep, runs: list[Run] | None = None) -> None:
+    """Validate the scenarios of ``runs`` (default: all, one per distinct scenario) with
+    the core's loader, before anything runs. Errors name the sweep file and the run."""
+    from cellcc import _native, api
+
+    seen: set[str] = set()
+    for run in sweep.runs if runs is None else runs:
+        text = api.scenario_text(run.scenario)
+        if text in seen:
+            continue
+        seen.add(text)
+        try:
+            _native.validate_scenario(
+                text,
+                base_dir=os.fspath(Path.cwd()),
+                source_name=f"{sweep.source} ({run.describe()})",
+            )
+        except _native.ScenarioError as exc:
+            # The line number refers to the generated scenario text, not to the sweep file.
+            message = re.sub(r" \(line \d+\)$", "", str(exc))
+            raise _native.ScenarioError(message) from None
+
+
 def run_sweep(
     sweep: Sweep,
     out_dir: str | os.PathLike[str],
@@ -236,9 +260,6 @@ def run_sweep(
 
     ``progress(run, cached)`` is called once per run as it is found on disk or finishes.
     """
-    from cellcc import api
-    from cellcc._native import ScenarioError
-
     if executor not in EXECUTORS:
         raise UsageError(f"--executor: expected one of: {', '.join(EXECUTORS)}, got {executor!r}")
     jobs = jobs or os.cpu_count() or 1
@@ -254,12 +275,9 @@ def run_sweep(
     for run, key in zip(sweep.runs, keys, strict=True):
         first.setdefault(key, run)
     if validate:
-        for key, run in first.items():
-            if not (runs_dir / f"{key}.json").is_file():
-                try:
-                    api.validate(run.scenario)
-                except ScenarioError as exc:
-                    raise ScenarioError(f"{sweep.source}: run {run.describe()}: {exc}") from None
+        check(
+            sweep, [run for key, run in first.items() if not (runs_dir / f"{key}.json").is_file()]
+        )
     by_key: dict[str, list[Run]] = {}
     for run, key in zip(sweep.runs, keys, strict=True):
         by_key.setdefault(key, []).append(run)

@@ -31,12 +31,13 @@ from cellcc.report import Plot, Section, write_report
 from cellcc.results import write_csv_atomic
 from cellcc.sweep import Sweep
 
-__all__ = ["VIEWS", "grouped_table", "write_sweep_report"]
+__all__ = ["VIEWS", "grouped_table", "report_options", "write_sweep_report"]
 
 VIEWS = ("table", "sweep", "frontier")
 DEFAULT_METRICS = ("throughput_mbps", "qdelay_mean_ms", "qdelay_p95_ms", "owd_p95_ms")
 #: Columns that identify one measurement context for normalisation.
 CONTEXT_COLUMNS = ("trace", "direction", "seed")
+_AXIS_LABELS = {"throughput_mbps": "Average throughput (Mbit/s)"}
 REPORT_KEYS = (
     "view",
     "group",
@@ -58,7 +59,8 @@ def _flows(results: pd.DataFrame) -> pd.DataFrame:
     return results[results["flow"] == 0].reset_index(drop=True)
 
 
-def _options(sweep: Sweep) -> dict[str, Any]:
+def report_options(sweep: Sweep) -> dict[str, Any]:
+    """The sweep's ``[report]`` table with defaults, checked (errors name the key)."""
     from cellcc._native import ScenarioError
 
     report = dict(sweep.report)
@@ -138,6 +140,7 @@ def with_published(
     for key in keys:  # join on text so that 5 and 5.0 or "a" and "a" match
         paper[key] = paper[key].map(_key_text)
     ours = table.copy()
+    ours["__order"] = range(len(ours))
     for key in keys:
         ours[f"__{key}"] = ours[key].map(_key_text)
     merged = ours.merge(
@@ -149,6 +152,10 @@ def with_published(
     for key in keys:
         merged[key] = merged[key].where(merged[key].notna(), merged[f"__{key}"])
         merged = merged.drop(columns=f"__{key}")
+    # An outer merge sorts the keys: put our rows back in order, published-only rows last.
+    merged = merged.sort_values("__order", na_position="last", kind="stable")
+    merged = merged.drop(columns="__order").reset_index(drop=True)
+    merged["runs"] = merged["runs"].astype("Int64")
     order = [c for c in table.columns if c not in ("runs",)]
     columns = [*[c for c in order if c in group], "runs"]
     for column in order:
@@ -228,7 +235,7 @@ def sweep_figure(
                 ax.set_xscale("log")
                 ax.xaxis.set_major_formatter(FuncFormatter(plots._fmt_number))
             ax.set_xlabel(x)
-            ax.set_ylabel(plots.DELAY_LABELS.get(metric, metric))
+            ax.set_ylabel(_AXIS_LABELS.get(metric, plots.DELAY_LABELS.get(metric, metric)))
             ax.legend(loc="best")
         figure.suptitle(title)
     return figure
@@ -285,7 +292,7 @@ def write_sweep_report(
     title: str | None = None,
 ) -> tuple[Path, pd.DataFrame]:
     """Write ``<out_dir>/index.html`` and ``table.csv``; return the page and the table."""
-    options = _options(sweep)
+    options = report_options(sweep)
     out = Path(out_dir)
     experiment = sweep.experiment
     group = list(options["group"])
