@@ -312,7 +312,12 @@ def run_sweep(
             ],
         },
     )
-    stream = _local(todo, jobs) if executor == "local" else _ray(todo, jobs, address)
+    if not todo:
+        stream: Iterator[dict[str, Any]] = iter(())
+    elif executor == "local":
+        stream = _local(todo, min(jobs, len(todo)))
+    else:
+        stream = _ray(todo, jobs, address)
     executed = 0
     for record in stream:
         write_json_atomic(runs_dir / f"{record['key']}.json", record)
