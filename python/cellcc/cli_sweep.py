@@ -84,7 +84,8 @@ def _frame_table(frame: Any, title: str) -> Table:
     columns = list(frame.columns)
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for column in columns:
-        table.add_column(str(column), justify="left" if frame[column].dtype == object else "right")
+        text = frame[column].dtype == object
+        table.add_column(str(column), justify="left" if text else "right", no_wrap=text)
     for record in frame.astype(object).to_dict(orient="records"):
         table.add_row(*(format_cell(record[c]) for c in columns))
     return table
