@@ -728,6 +728,13 @@ def list_schemes() -> None:
         typer.echo(name)
 
 
+# Sweeps, the experiment catalogue and `reproduce` live in their own module, which uses
+# the helpers above.
+from cellcc import cli_sweep as _cli_sweep  # noqa: E402
+
+_cli_sweep.register(app)
+
+
 def main() -> None:
     """Entry point of ``python -m cellcc``."""
     app(prog_name="cellcc")

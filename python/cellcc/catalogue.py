@@ -1,0 +1,100 @@
+"""The catalogue of reproduced experiments: ``experiments/*.toml`` in the repository.
+
+Each file is a sweep (docs/experiments.md) with an ``[experiment]`` table naming the
+``paper``, the ``figure`` or table, a ``description`` and optionally the ``published``
+numbers to show next to ours, and a ``[report]`` table choosing the view. The file
+stem is the experiment's id (``cellcc reproduce c2tcp-jsac-table1``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cellcc._native import ScenarioError, UsageError
+
+__all__ = ["CATALOGUE_ENV", "Entry", "catalogue_dir", "entries", "find"]
+
+#: Environment variable naming another catalogue directory.
+CATALOGUE_ENV = "CELLCC_EXPERIMENTS"
+EXPERIMENT_KEYS = ("paper", "figure", "description", "published", "notes")
+REQUIRED_KEYS = ("paper", "figure", "description")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One catalogue file."""
+
+    id: str
+    path: Path
+    paper: str
+    figure: str
+    description: str
+    view: str
+
+
+def catalogue_dir(directory: str | os.PathLike[str] | None = None) -> Path:
+    """The catalogue: ``directory``, else ``$CELLCC_EXPERIMENTS``, else ``experiments/`` of
+    the checkout this package runs from."""
+    if directory is not None:
+        return Path(directory)
+    if os.environ.get(CATALOGUE_ENV):
+        return Path(os.environ[CATALOGUE_ENV])
+    return Path(__file__).resolve().parents[2] / "experiments"
+
+
+def _entry(path: Path) -> Entry:
+    try:
+        spec = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: invalid TOML: {exc}") from None
+    experiment = spec.get("experiment")
+    if not isinstance(experiment, dict):
+        raise ScenarioError(f"{path}: experiment: missing the [experiment] table")
+    for key in experiment:
+        if key not in EXPERIMENT_KEYS:
+            raise ScenarioError(
+                f"{path}: experiment.{key}: unknown key; expected one of: "
+                f"{', '.join(EXPERIMENT_KEYS)}"
+            )
+    for key in REQUIRED_KEYS:
+        if not isinstance(experiment.get(key), str) or not experiment[key]:
+            raise ScenarioError(f"{path}: experiment.{key}: missing (a non-empty string)")
+    published = experiment.get("published", [])
+    if not isinstance(published, list) or not all(isinstance(p, dict) for p in published):
+        raise ScenarioError(f"{path}: experiment.published: expected an array of tables")
+    report: Any = spec.get("report", {})
+    view = report.get("view", "table") if isinstance(report, dict) else "table"
+    return Entry(
+        id=path.stem,
+        path=path,
+        paper=experiment["paper"],
+        figure=experiment["figure"],
+        description=experiment["description"],
+        view=str(view),
+    )
+
+
+def entries(directory: str | os.PathLike[str] | None = None) -> list[Entry]:
+    """Every experiment of the catalogue, sorted by id."""
+    root = catalogue_dir(directory)
+    if not root.is_dir():
+        raise UsageError(
+            f"{root}: no experiment catalogue here; pass --catalogue DIR or set {CATALOGUE_ENV}"
+        )
+    return [_entry(path) for path in sorted(root.glob("*.toml"))]
+
+
+def find(experiment_id: str, directory: str | os.PathLike[str] | None = None) -> Entry:
+    """The experiment called ``experiment_id``; the error lists the known ids."""
+    known = entries(directory)
+    for entry in known:
+        if entry.id == experiment_id:
+            return entry
+    raise UsageError(
+        f"ID: unknown experiment {experiment_id!r}; expected one of: "
+        f"{', '.join(e.id for e in known)}"
+    )

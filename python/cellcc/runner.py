@@ -1,0 +1,388 @@
+"""Running a sweep: cached runs, local or Ray executors, one Parquet dataset.
+
+Each run is ``(scenario, seed)``. Its cache key is the sha256 of the canonical JSON of
+the resolved scenario (every trace path replaced by the sha256 of the file's contents),
+the seed and the code version (package version, core version and git revision, as
+provenance records them). A finished run is one JSON file, ``runs/<key>.json``, written
+atomically (temporary file + ``os.replace``) by the driver process as soon as the run
+comes back, so killing a sweep loses at most the runs in flight and never leaves a
+partial file under its real name. Re-running a sweep skips every run whose file exists.
+At the end the run files are consolidated into ``results.parquet`` (and ``.csv``): one
+row per flow per run, the sweep's parameter columns first.
+
+Executors: ``local`` (a process pool, all cores by default) and ``ray`` (a local Ray
+instance, or a cluster at ``address``). Both run the same function on the same inputs,
+and the simulator is deterministic, so they give identical datasets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cellcc._native import UsageError
+from cellcc.results import (
+    json_ready,
+    provenance,
+    write_csv_atomic,
+    write_json_atomic,
+    write_parquet_atomic,
+)
+from cellcc.sweep import Run, Sweep
+
+__all__ = ["EXECUTORS", "SweepOutcome", "code_version", "consolidate", "run_key", "run_sweep"]
+
+EXECUTORS = ("local", "ray")
+RUNS_DIR = "runs"
+RESULTS_FILE = "results.parquet"
+#: Columns every row of the dataset starts with, before the sweep's parameter columns.
+LEADING = ("run", "run_index", "seed")
+
+
+@dataclass
+class SweepOutcome:
+    """What :func:`run_sweep` did."""
+
+    out_dir: Path
+    total: int
+    """Runs in the sweep."""
+    unique: int
+    """Distinct cache keys (runs with the same scenario and seed share one)."""
+    cached: int
+    """Keys found on disk before starting."""
+    executed: int
+    """Keys simulated by this call."""
+    wall_s: float
+    results: pd.DataFrame
+    dataset: Path
+
+    @property
+    def runs_per_s(self) -> float:
+        return self.executed / self.wall_s if self.wall_s > 0 else float("nan")
+
+
+# -- cache keys -----------------------------------------------------------------------
+
+
+@cache
+def code_version() -> dict[str, str]:
+    """The code that produces results: package version, core version, git revision."""
+    from cellcc._native import core_version
+    from cellcc.results import git_revision, package_version
+
+    return {
+        "cellcc": package_version(),
+        "core": str(core_version()),
+        "git_revision": git_revision(),
+    }
+
+
+_FILE_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: str) -> str:
+    """sha256 of a file's contents (memoised by path, size and modification time)."""
+    stat = Path(path).stat()
+    memo = (path, stat.st_size, stat.st_mtime_ns)
+    if memo not in _FILE_HASHES:
+        digest = hashlib.sha256()
+        with Path(path).open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _FILE_HASHES[memo] = digest.hexdigest()
+    return _FILE_HASHES[memo]
+
+
+def _content_addressed(node: Any) -> Any:
+    """The scenario with every ``trace`` path replaced by ``sha256:<contents hash>``."""
+    if isinstance(node, Mapping):
+        return {
+            k: (
+                f"sha256:{file_sha256(v)}"
+                if k == "trace" and isinstance(v, str)
+                else _content_addressed(v)
+            )
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_content_addressed(v) for v in node]
+    return node
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(json_ready(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def run_key(run: Run, code: Mapping[str, str] | None = None) -> str:
+    """The cache key of ``run`` (hex sha256)."""
+    document = {
+        "scenario": _content_addressed(run.scenario),
+        "seed": run.seed,
+        "code": dict(code or code_version()),
+    }
+    return hashlib.sha256(canonical_json(document).encode()).hexdigest()
+
+
+# -- executing one run ----------------------------------------------------------------
+
+
+def execute(task: Mapping[str, Any]) -> dict[str, Any]:
+    """Simulate one run and return its record (plain JSON values). Runs in a worker."""
+    from cellcc import api
+
+    started = time.monotonic()
+    result = api.simulate(task["scenario"], seed=task["seed"], base_dir=task["base_dir"])
+    summary = result.summary.to_dict(orient="records")
+    cc = {}
+    if result.cc_info is not None and not result.cc_info.empty:
+        cc = {int(r["flow"]): r for r in result.cc_info.to_dict(orient="records")}
+    for row in summary:
+        for name, value in cc.get(int(row["flow"]), {}).items():
+            if name != "flow":
+                row[f"cc.{name}"] = value
+    return json_ready(
+        {
+            "key": task["key"],
+            "seed": task["seed"],
+            "code": task["code"],
+            "summary": summary,
+            "link": result.link,
+            "meta": result.meta,
+            "wall_s": time.monotonic() - started,
+            "scenario": result.scenario_text,
+        }
+    )
+
+
+def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
+    import multiprocessing
+
+    if jobs == 1:
+        for task in tasks:
+            yield execute(task)
+        return
+    # spawn: workers start clean (no inherited threads or locks from the driver).
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        pending = set()
+        queue = iter(tasks)
+        # Keep a bounded number of tasks in flight so that results stream back in order
+        # of completion and an interrupt cancels little work.
+        for task in itertools.islice(queue, 2 * jobs):
+            pending.add(pool.submit(execute, task))
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+                for task in itertools.islice(queue, 1):
+                    pending.add(pool.submit(execute, task))
+
+
+def _ray(tasks: list[dict[str, Any]], jobs: int, address: str | None) -> Iterator[dict[str, Any]]:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--executor ray: the ray package is not installed") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        if address is None:
+            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    try:
+        remote = ray.remote(num_cpus=1)(execute)
+        pending = [remote.remote(task) for task in tasks]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+# -- the sweep ------------------------------------------------------------------------
+
+
+def _clean_temporaries(directory: Path) -> None:
+    """Remove temporary files a killed writer left behind (never under a real name)."""
+    if directory.is_dir():
+        for leftover in directory.glob(".*.tmp"):
+            leftover.unlink(missing_ok=True)
+
+
+def check(sweep: Sweep, runs: list[Run] | None = None) -> None:
+    """Validate the scenarios of ``runs`` (default: all, one per distinct scenario) with
+    the core's loader, before anything runs. Errors name the sweep file and the run."""
+    from cellcc import _native, api
+
+    seen: set[str] = set()
+    for run in sweep.runs if runs is None else runs:
+        text = api.scenario_text(run.scenario)
+        if text in seen:
+            continue
+        seen.add(text)
+        try:
+            _native.validate_scenario(
+                text,
+                base_dir=os.fspath(Path.cwd()),
+                source_name=f"{sweep.source} ({run.describe()})",
+            )
+        except _native.ScenarioError as exc:
+            # The line number refers to the generated scenario text, not to the sweep file.
+            message = re.sub(r" \(line \d+\)$", "", str(exc))
+            raise _native.ScenarioError(message) from None
+
+
+def run_sweep(
+    sweep: Sweep,
+    out_dir: str | os.PathLike[str],
+    *,
+    executor: str = "local",
+    jobs: int | None = None,
+    address: str | None = None,
+    command: str | None = None,
+    progress: Callable[[Run, bool], None] | None = None,
+    validate: bool = True,
+) -> SweepOutcome:
+    """Run every uncached run of ``sweep`` into ``out_dir`` and consolidate the dataset.
+
+    ``progress(run, cached)`` is called once per run as it is found on disk or finishes.
+    """
+    if executor not in EXECUTORS:
+        raise UsageError(f"--executor: expected one of: {', '.join(EXECUTORS)}, got {executor!r}")
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 1:
+        raise UsageError(f"--jobs: expected an integer >= 1, got {jobs}")
+    started = time.monotonic()
+    out = Path(out_dir)
+    runs_dir = out / RUNS_DIR
+    _clean_temporaries(runs_dir)
+    code = code_version()
+    keys = [run_key(run, code) for run in sweep.runs]
+    first: dict[str, Run] = {}
+    for run, key in zip(sweep.runs, keys, strict=True):
+        first.setdefault(key, run)
+    if validate:
+        check(
+            sweep, [run for key, run in first.items() if not (runs_dir / f"{key}.json").is_file()]
+        )
+    by_key: dict[str, list[Run]] = {}
+    for run, key in zip(sweep.runs, keys, strict=True):
+        by_key.setdefault(key, []).append(run)
+    todo = []
+    cached = 0
+    for key, run in first.items():
+        if (runs_dir / f"{key}.json").is_file():
+            cached += 1
+            for same in by_key[key]:
+                if progress is not None:
+                    progress(same, True)
+        else:
+            todo.append(
+                {
+                    "key": key,
+                    "scenario": run.scenario,
+                    "seed": run.seed,
+                    "base_dir": os.fspath(Path.cwd()),
+                    "code": code,
+                }
+            )
+    write_json_atomic(
+        out / "sweep.json",
+        {
+            "name": sweep.name,
+            "source": sweep.source,
+            "quick": sweep.quick,
+            "code": code,
+            "runs": [
+                {"index": r.index, "key": k, "seed": r.seed, "params": r.params}
+                for r, k in zip(sweep.runs, keys, strict=True)
+            ],
+        },
+    )
+    if not todo:
+        stream: Iterator[dict[str, Any]] = iter(())
+    elif executor == "local":
+        stream = _local(todo, min(jobs, len(todo)))
+    else:
+        stream = _ray(todo, jobs, address)
+    executed = 0
+    for record in stream:
+        write_json_atomic(runs_dir / f"{record['key']}.json", record)
+        executed += 1
+        if progress is not None:
+            for same in by_key[record["key"]]:
+                progress(same, False)
+    results = consolidate(sweep, keys, out, command=command, code=code)
+    return SweepOutcome(
+        out_dir=out,
+        total=len(sweep.runs),
+        unique=len(first),
+        cached=cached,
+        executed=executed,
+        wall_s=time.monotonic() - started,
+        results=results,
+        dataset=out / RESULTS_FILE,
+    )
+
+
+def _column_value(value: Any) -> Any:
+    """Parameter values as Parquet-friendly scalars (tables and lists as JSON text)."""
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+def consolidate(
+    sweep: Sweep,
+    keys: list[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    command: str | None = None,
+    code: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Join the run files of ``sweep`` into ``results.parquet``/``.csv``; return the rows."""
+    out = Path(out_dir)
+    rows: list[dict[str, Any]] = []
+    for run, key in zip(sweep.runs, keys, strict=True):
+        record = json.loads((out / RUNS_DIR / f"{key}.json").read_text(encoding="utf-8"))
+        for summary in record["summary"]:
+            row: dict[str, Any] = {"run": key, "run_index": run.index, "seed": run.seed}
+            row.update({k: _column_value(v) for k, v in run.params.items()})
+            row.update({k: v for k, v in summary.items() if k not in row})
+            rows.append(row)
+    frame = pd.DataFrame.from_records(rows)
+    if not frame.empty:
+        params = [c for c in sweep.param_columns if c in frame.columns]
+        first = [*LEADING, *params]
+        frame = frame[first + [c for c in frame.columns if c not in first]]
+    record = provenance(
+        seed=None,
+        command=command,
+        extra={
+            "sweep": {
+                "name": sweep.name,
+                "source": sweep.source,
+                "quick": sweep.quick,
+                "runs": len(sweep.runs),
+                "spec": sweep.spec,
+            },
+            "code": dict(code or code_version()),
+        },
+    )
+    write_parquet_atomic(out / RESULTS_FILE, frame, provenance=record)
+    write_csv_atomic(out / "results.csv", frame)
+    write_json_atomic(out / "provenance.json", record)
+    return frame

@@ -1,0 +1,430 @@
+"""Reports of sweeps and experiments: our numbers next to the published ones.
+
+A sweep's ``[report]`` table picks a view (docs/experiments.md):
+
+* ``table``: one row per group (default: the scheme label), metric means over traces,
+  directions, seeds and grid points, optionally normalised per context to a reference
+  label first (C2TCP JSAC Table I); plus the throughput-delay scatter of the means
+  (inverted log delay axis) and, with ``facets``, one scatter per trace/direction;
+* ``sweep``: metrics against a parameter (``x``), one line per label, optionally with
+  the ``y = x`` diagonal (PropRate Fig. 9) or a log x axis (buffer sizes);
+* ``frontier``: throughput against delay, one line per label through its ``x`` values
+  (PropRate Fig. 10), other labels as single points.
+
+Every view also shows the grouped table with the ``published`` values beside ours,
+the command that regenerates the report, and the provenance of the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from cellcc import plots
+from cellcc.report import Plot, Section, write_report
+from cellcc.results import write_csv_atomic
+from cellcc.sweep import Sweep
+
+__all__ = ["VIEWS", "grouped_table", "report_options", "write_sweep_report"]
+
+VIEWS = ("table", "sweep", "frontier")
+DEFAULT_METRICS = ("throughput_mbps", "qdelay_mean_ms", "qdelay_p95_ms", "owd_p95_ms")
+#: Columns that identify one measurement context for normalisation.
+CONTEXT_COLUMNS = ("trace", "direction", "seed")
+_AXIS_LABELS = {"throughput_mbps": "Average throughput (Mbit/s)"}
+REPORT_KEYS = (
+    "view",
+    "group",
+    "metrics",
+    "normalise_to",
+    "x",
+    "y",
+    "delay",
+    "diagonal",
+    "log_x",
+    "facets",
+)
+
+
+def _flows(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the flow under test (flow 0) of every run."""
+    if "flow" not in results.columns:
+        return results
+    return results[results["flow"] == 0].reset_index(drop=True)
+
+
+def report_options(sweep: Sweep) -> dict[str, Any]:
+    """The sweep's ``[report]`` table with defaults, checked (errors name the key)."""
+    from cellcc._native import ScenarioError
+
+    report = dict(sweep.report)
+    for key in report:
+        if key not in REPORT_KEYS:
+            raise ScenarioError(
+                f"{sweep.source}: report.{key}: unknown key; expected one of: "
+                f"{', '.join(REPORT_KEYS)}"
+            )
+    view = report.get("view", "table")
+    if view not in VIEWS:
+        raise ScenarioError(f"{sweep.source}: report.view: expected one of: {', '.join(VIEWS)}")
+    if view in ("sweep", "frontier") and report.get("x") not in sweep.param_columns:
+        raise ScenarioError(
+            f"{sweep.source}: report.x: the {view} view needs x = one of the parameter "
+            f"columns: {', '.join(sweep.param_columns)}"
+        )
+    report.setdefault("group", ["label"])
+    report.setdefault("metrics", list(DEFAULT_METRICS))
+    report.setdefault("delay", "qdelay_mean_ms")
+    report["view"] = view
+    return report
+
+
+def grouped_table(
+    results: pd.DataFrame,
+    *,
+    group: Sequence[str],
+    metrics: Sequence[str],
+    normalise_to: str | None = None,
+    context: Sequence[str] = (),
+) -> pd.DataFrame:
+    """Mean of ``metrics`` per ``group`` over the flow-0 rows of ``results``.
+
+    With ``normalise_to`` (a label), each value is first divided by the reference
+    label's value in the same context (the ``context`` columns, e.g. trace, direction
+    and seed), as C2TCP JSAC Table I does; the table then holds mean ratios.
+    """
+    rows = _flows(results)
+    metrics = [m for m in metrics if m in rows.columns]
+    if rows.empty or not metrics:
+        return pd.DataFrame(columns=[*group, "runs", *metrics])
+    values = rows.copy()
+    for metric in metrics:
+        values[metric] = pd.to_numeric(values[metric], errors="coerce")
+    if normalise_to is not None:
+        keys = [c for c in context if c in values.columns and c not in group]
+        reference = values[values["label"] == normalise_to][[*keys, *metrics]]
+        if keys:
+            reference = reference.groupby(keys, dropna=False)[metrics].mean().reset_index()
+            values = values.merge(reference, on=keys, how="left", suffixes=("", "__ref"))
+            for metric in metrics:
+                values[metric] = values[metric] / values[f"{metric}__ref"]
+        else:
+            means = reference[metrics].mean()
+            for metric in metrics:
+                values[metric] = values[metric] / means[metric]
+    table = values.groupby(list(group), sort=False, dropna=False)[metrics].mean().reset_index()
+    counts = values.groupby(list(group), sort=False, dropna=False).size().to_numpy()
+    table.insert(len(group), "runs", counts)
+    return table
+
+
+def with_published(
+    table: pd.DataFrame, published: Sequence[Mapping[str, Any]], group: Sequence[str]
+) -> pd.DataFrame:
+    """``table`` with a ``<metric> (paper)`` column after each metric the paper gives;
+    published groups we did not run are appended with empty values for ours."""
+    if not published:
+        return table
+    paper = pd.DataFrame.from_records([dict(p) for p in published])
+    keys = [g for g in group if g in paper.columns]
+    if not keys:
+        return table
+    metrics = [c for c in paper.columns if c not in keys and c != "note"]
+    paper = paper.rename(columns={m: f"{m} (paper)" for m in metrics})
+    for key in keys:  # join on text so that 5 and 5.0 or "a" and "a" match
+        paper[key] = paper[key].map(_key_text)
+    ours = table.copy()
+    ours["__order"] = range(len(ours))
+    for key in keys:
+        ours[f"__{key}"] = ours[key].map(_key_text)
+    merged = ours.merge(
+        paper.rename(columns={k: f"__{k}" for k in keys}),
+        on=[f"__{k}" for k in keys],
+        how="outer",
+        sort=False,
+    )
+    for key in keys:
+        merged[key] = merged[key].where(merged[key].notna(), merged[f"__{key}"])
+        merged = merged.drop(columns=f"__{key}")
+    # An outer merge sorts the keys: put our rows back in order, published-only rows last.
+    merged = merged.sort_values("__order", na_position="last", kind="stable")
+    merged = merged.drop(columns="__order").reset_index(drop=True)
+    merged["runs"] = merged["runs"].astype("Int64")
+    order = [c for c in table.columns if c not in ("runs",)]
+    columns = [*[c for c in order if c in group], "runs"]
+    for column in order:
+        if column in group:
+            continue
+        columns.append(column)
+        if f"{column} (paper)" in merged.columns:
+            columns.append(f"{column} (paper)")
+    columns += [c for c in merged.columns if c not in columns]
+    return merged[columns]
+
+
+def _key_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+# -- figures --------------------------------------------------------------------------
+
+
+def _series_styles(labels: Sequence[str]) -> dict[str, tuple[str, str]]:
+    return plots.scheme_styles(labels)
+
+
+def _log_axis(ax: Any, values: np.ndarray, *, invert: bool) -> None:
+    ok = values[np.isfinite(values) & (values > 0)]
+    if ok.size == 0:
+        return
+    lo, hi = float(ok.min()) / 1.3, float(ok.max()) * 1.3
+    ax.set_xscale("log", base=2)
+    ax.set_xlim((hi, lo) if invert else (lo, hi))
+    ax.xaxis.set_major_locator(FixedLocator(plots._nice_log_ticks(lo, hi)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(plots._fmt_number))
+
+
+def sweep_figure(
+    rows: pd.DataFrame,
+    *,
+    x: str,
+    metrics: Sequence[str],
+    title: str,
+    diagonal: bool = False,
+    log_x: bool = False,
+    published: Sequence[Mapping[str, Any]] = (),
+) -> Any:
+    """One panel per metric: its mean against ``x``, one line per label."""
+    labels = list(dict.fromkeys(rows["label"]))
+    styles = _series_styles(labels)
+    with plots._style():
+        figure = plots._figure(5.2 * len(metrics), 4.2)
+        axes = figure.subplots(1, len(metrics), squeeze=False)[0]
+        for ax, metric in zip(axes, metrics, strict=True):
+            for label in labels:
+                part = rows[rows["label"] == label]
+                xs = pd.to_numeric(part[x], errors="coerce")
+                if xs.isna().all():
+                    continue
+                means = part.assign(__x=xs).groupby("__x")[metric].mean().sort_index()
+                color, marker = styles[label]
+                ax.plot(means.index, means.to_numpy(), marker=marker, color=color, label=label)
+            points = [p for p in published if metric in p and x in p]
+            if points:
+                ax.scatter(
+                    [p[x] for p in points],
+                    [p[metric] for p in points],
+                    marker="x",
+                    color="#555555",
+                    zorder=4,
+                    label="published",
+                )
+            if diagonal:
+                lo, hi = ax.get_xlim()
+                ax.plot([lo, hi], [lo, hi], linestyle=":", color="#888888", label="target")
+            if log_x:
+                ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(FuncFormatter(plots._fmt_number))
+            ax.set_xlabel(x)
+            ax.set_ylabel(_AXIS_LABELS.get(metric, plots.DELAY_LABELS.get(metric, metric)))
+            ax.legend(loc="best")
+        figure.suptitle(title)
+    return figure
+
+
+def frontier_figure(rows: pd.DataFrame, *, x: str, delay: str, title: str) -> Any:
+    """Throughput against ``delay`` (inverted log axis): a line per label through its
+    ``x`` values, a single point for labels without them."""
+    labels = list(dict.fromkeys(rows["label"]))
+    styles = _series_styles(labels)
+    all_delays = []
+    with plots._style():
+        figure = plots._figure(6.6, 4.8)
+        ax = figure.add_subplot()
+        for label in labels:
+            part = rows[rows["label"] == label]
+            xs = pd.to_numeric(part[x], errors="coerce")
+            color, marker = styles[label]
+            if xs.notna().any():
+                means = (
+                    part.assign(__x=xs)
+                    .groupby("__x")[[delay, "throughput_mbps"]]
+                    .mean()
+                    .sort_index()
+                )
+                ax.plot(
+                    means[delay], means["throughput_mbps"], marker=marker, markersize=4,
+                    color=color, label=label,
+                )  # fmt: skip
+                all_delays += list(means[delay])
+            else:
+                d, t = part[delay].mean(), part["throughput_mbps"].mean()
+                ax.scatter([d], [t], s=64, marker=marker, color=color, zorder=3, label=label)
+                all_delays.append(d)
+        _log_axis(ax, np.asarray(all_delays, dtype=float), invert=True)
+        ax.set_xlabel(plots.DELAY_LABELS.get(delay, delay) + "  (better →)")
+        ax.set_ylabel("Average throughput (Mbit/s)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(title)
+        ax.legend(loc="best")
+    return figure
+
+
+# -- the report -----------------------------------------------------------------------
+
+
+def write_sweep_report(
+    sweep: Sweep,
+    results: pd.DataFrame,
+    out_dir: str | os.PathLike[str],
+    *,
+    command: str,
+    provenance_record: Mapping[str, Any],
+    title: str | None = None,
+) -> tuple[Path, pd.DataFrame]:
+    """Write ``<out_dir>/index.html`` and ``table.csv``; return the page and the table."""
+    options = report_options(sweep)
+    out = Path(out_dir)
+    experiment = sweep.experiment
+    group = list(options["group"])
+    metrics = list(options["metrics"])
+    context = [*CONTEXT_COLUMNS, *(k for k in sweep.spec.get("grid", {}) if k not in group)]
+    table = grouped_table(
+        results,
+        group=group,
+        metrics=metrics,
+        normalise_to=options.get("normalise_to"),
+        context=context,
+    )
+    published = list(experiment.get("published", []))
+    shown = with_published(table, published, group)
+    write_csv_atomic(out / "table.csv", shown)
+
+    rows = _flows(results)
+    heading = experiment.get("figure")
+    paper = experiment.get("paper")
+    what = "normalised to " + options["normalise_to"] if options.get("normalise_to") else "means"
+    section = Section(
+        title=f"{paper}, {heading}" if paper and heading else sweep.name,
+        description=sweep.description,
+        commands=[("Regenerate this report:", command)],
+        table=shown,
+        files=[("results.parquet", out / "results.parquet"), ("table.csv", out / "table.csv")],
+    )
+    plots_out: list[Plot] = []
+    view = options["view"]
+    delay = options["delay"]
+    subtitle = f"{len(sweep.runs)} runs" + (" (quick)" if sweep.quick else "")
+    if view == "table" and delay in rows.columns and not rows.empty:
+        frame = _label_means(rows, delay)
+        figure = plots.throughput_delay_figure(
+            frame, delay=delay, title=f"{sweep.name}: means", subtitle=subtitle
+        )
+        plots_out.append(
+            Plot(
+                plots.save(figure, out / "throughput-delay.png"),
+                "Mean throughput vs delay",
+                command,
+            )
+        )
+        for keys, part in _facets(rows, options.get("facets", [])):
+            name = "-".join(str(k) for k in keys)
+            frame = _label_means(part, delay)
+            figure = plots.throughput_delay_figure(
+                frame, delay=delay, title=name, subtitle=subtitle
+            )
+            path = plots.save(figure, out / f"throughput-delay-{name}.png")
+            plots_out.append(Plot(path, f"Throughput vs delay, {name}", command))
+    elif view == "sweep" and not rows.empty:
+        ys = list(options.get("y", ["throughput_mbps", delay]))
+        figure = sweep_figure(
+            rows,
+            x=options["x"],
+            metrics=[y for y in ys if y in rows.columns],
+            title=f"{sweep.name} ({subtitle})",
+            diagonal=bool(options.get("diagonal", False)),
+            log_x=bool(options.get("log_x", False)),
+            published=published,
+        )
+        path = plots.save(figure, out / "sweep.png")
+        plots_out.append(Plot(path, f"Metrics against {options['x']}", command))
+    elif view == "frontier" and not rows.empty:
+        figure = frontier_figure(
+            rows, x=options["x"], delay=delay, title=f"{sweep.name} ({subtitle})"
+        )
+        path = plots.save(figure, out / "frontier.png")
+        plots_out.append(Plot(path, f"Throughput vs delay as {options['x']} varies", command))
+    section.plots = plots_out
+    intro = (
+        f"Table: {what} per {', '.join(group)}; columns marked (paper) are the published "
+        "numbers. " + str(experiment.get("notes", ""))
+    ).strip()
+    page = write_report(
+        out,
+        title=title or f"cellcc: {sweep.name}",
+        sections=[section],
+        provenance_record=provenance_record,
+        intro=intro,
+    )
+    return page, shown
+
+
+def _label_means(rows: pd.DataFrame, delay: str) -> pd.DataFrame:
+    """Mean delay and throughput per label, as the ``scheme`` column the scatter wants."""
+    means = rows.groupby("label", sort=False)[[delay, "throughput_mbps"]].mean()
+    return means.reset_index().rename(columns={"label": "scheme"})
+
+
+def _facets(rows: pd.DataFrame, facets: Sequence[str]) -> list[tuple[tuple[Any, ...], Any]]:
+    keys = [f for f in facets if f in rows.columns]
+    if not keys:
+        return []
+    return [
+        (k if isinstance(k, tuple) else (k,), part) for k, part in rows.groupby(keys, sort=False)
+    ]
+
+
+def write_index(
+    out_dir: str | os.PathLike[str],
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    command: str,
+    provenance_record: Mapping[str, Any],
+) -> Path:
+    """An index page linking each experiment's report."""
+    import html
+
+    root = Path(out_dir)
+    frame = pd.DataFrame.from_records(
+        [{k: v for k, v in e.items() if k != "report"} for e in entries]
+    )
+    links = " · ".join(
+        f'<a href="{html.escape(os.path.relpath(e["report"], root))}">{html.escape(e["id"])}</a>'
+        for e in entries
+    )
+    section = Section(
+        title="Experiments",
+        description="Each experiment's report shows our numbers next to the published ones.",
+        commands=[("Regenerate everything:", command)],
+        table=frame,
+    )
+    page = write_report(
+        root,
+        title="cellcc: reproduced experiments",
+        sections=[section],
+        provenance_record=provenance_record,
+        intro="",
+    )
+    text = page.read_text(encoding="utf-8").replace("</h1>", f"</h1>\n<p>Reports: {links}</p>", 1)
+    from cellcc.results import write_text_atomic
+
+    return write_text_atomic(page, text)
