@@ -16,7 +16,16 @@ from cellcc._native import (
     TraceError,
     UsageError,
 )
-from cellcc.api import Comparison, Result, compare, schemes, simulate, trace_info, validate
+from cellcc.api import (
+    Comparison,
+    Result,
+    compare,
+    scheme_info,
+    schemes,
+    simulate,
+    trace_info,
+    validate,
+)
 from cellcc.results import package_version as _package_version
 
 __all__ = [
@@ -29,6 +38,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "compare",
+    "scheme_info",
     "schemes",
     "simulate",
     "trace_info",

@@ -64,3 +64,6 @@ def synth_trace(config_json: str, seed: int) -> bytes:
 
 def schemes() -> list[str]:
     """Names of the congestion controls the simulator knows."""
+
+def scheme_info() -> str:
+    """Every scheme with its source, documentation page and parameters (JSON)."""

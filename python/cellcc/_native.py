@@ -34,6 +34,7 @@ __all__ = [
     "TraceError",
     "UsageError",
     "core_version",
+    "scheme_info",
     "schemes",
     "simulate",
     "synth_trace",
@@ -160,6 +161,11 @@ def synth_trace(config: Mapping[str, Any], seed: int) -> bytes:
 def schemes() -> list[str]:
     """Names of the congestion controls the simulator implements."""
     return [str(name) for name in _require().schemes()]
+
+
+def scheme_info() -> list[dict[str, Any]]:
+    """Every scheme: name, description, source, doc page and parameters with defaults."""
+    return list(json.loads(_require().scheme_info()))
 
 
 def _os_message(exc: OSError) -> str:

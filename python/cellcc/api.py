@@ -17,6 +17,7 @@ docs/metrics.md) and can be saved with their provenance.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ __all__ = [
     "format_queue",
     "parse_queue",
     "scenario_text",
+    "scheme_info",
     "schemes",
     "simulate",
     "trace_info",
@@ -273,6 +275,53 @@ def schemes() -> list[str]:
     return _native.schemes()
 
 
+def scheme_info() -> list[dict[str, Any]]:
+    """Every scheme with its description, source (paper, RFC or kernel file), page under
+    ``docs/`` and parameters: ``[{"key", "kind", "default"}]`` where ``kind`` is
+    ``value`` (``default`` is the TOML text of the value), ``unset``, ``required``,
+    ``flow_seed`` (a seed derived from the run's) or ``fixed`` (set by a preset)."""
+    return _native.scheme_info()
+
+
+#: AQMs a comparison can put under any scheme as ``<scheme>+<aqm>`` (C2TCP §IV-B's
+#: "CUBIC + CoDel"): the AQM replaces drop-tail on both directions' queues and keeps
+#: their limits.
+AQM_SUFFIXES = ("codel", "pie")
+
+
+def split_scheme(name: str) -> tuple[str, str | None]:
+    """``"cubic+codel"`` → ``("cubic", "codel")``; a plain name → ``(name, None)``."""
+    base, plus, aqm = name.rpartition("+")
+    if plus and aqm in AQM_SUFFIXES and base:
+        return base, aqm
+    return name, None
+
+
+def unknown_scheme(name: str, known: Sequence[str] | None = None) -> str | None:
+    """Why ``name`` (a scheme, optionally ``+codel``/``+pie``) is not a scheme, with the
+    closest valid name; ``None`` when it is one."""
+    known = list(known if known is not None else _native.schemes())
+    base, _ = split_scheme(name)
+    if base in known or base == "reno":
+        return None
+    hint = difflib.get_close_matches(base, known, n=1)
+    return (
+        f"unknown scheme {name!r};"
+        + (f" did you mean {hint[0]!r}?" if hint else "")
+        + f" expected one of: {', '.join(known)}"
+        + f" (in comparisons optionally +{' or +'.join(AQM_SUFFIXES)})"
+    )
+
+
+def with_aqm(queue: Mapping[str, Any], aqm: str | None) -> dict[str, Any]:
+    """``queue`` with its discipline replaced by ``aqm`` (at the AQM's defaults, keeping
+    the packet and byte limits); unchanged when ``aqm`` is ``None``."""
+    if aqm is None:
+        return dict(queue)
+    limits = {k: v for k, v in queue.items() if k in _QUEUE_LIMITS}
+    return {"kind": aqm, **limits}
+
+
 # -- comparisons ----------------------------------------------------------------------
 
 _QUEUE_KINDS = ("infinite", "droptail", "drophead")
@@ -359,8 +408,8 @@ class Comparison:
         frames = []
         for scheme, result in self.results.items():
             rows = result.flows.copy()
-            if "scheme" not in rows.columns:
-                rows.insert(0, "scheme", scheme)
+            # The comparison's name for the run (e.g. "cubic+codel"), not the bare scheme.
+            rows["scheme"] = scheme
             rows.insert(0, "trace", self.trace_label)
             rows.insert(1, "queue", format_queue(self.queue))
             rows.insert(2, "scheme", rows.pop("scheme"))
@@ -393,7 +442,9 @@ class Comparison:
             uplink = {"trace": os.fspath(self.uplink_trace)}
         else:
             uplink = {"rate_mbps": float(self.uplink_mbps or DEFAULT_UPLINK_MBPS)}
-        uplink.update({"delay_ms": float(self.delay_ms), "queue": dict(self.queue)})
+        base, aqm = split_scheme(scheme)
+        queue = with_aqm(self.queue, aqm)
+        uplink.update({"delay_ms": float(self.delay_ms), "queue": dict(queue)})
         return {
             "name": f"{scheme}-on-{self.trace.stem}",
             "duration_s": float(self.duration_s),
@@ -402,10 +453,10 @@ class Comparison:
                 "trace": os.fspath(self.trace),
                 "mode": "loop",
                 "delay_ms": float(self.delay_ms),
-                "queue": dict(self.queue),
+                "queue": dict(queue),
             },
             "uplink": uplink,
-            "flows": [{"scheme": scheme}],
+            "flows": [{"scheme": base}],
             "metrics": {"bin_ms": float(self.bin_ms)},
         }
 
@@ -440,10 +491,9 @@ def compare(
     if not names:
         raise UsageError("schemes: expected at least one scheme")
     for name in names:
-        if name not in known:
-            raise UsageError(
-                f"schemes: unknown scheme {name!r}; expected one of: {', '.join(known)}"
-            )
+        problem = unknown_scheme(name, known)
+        if problem is not None:
+            raise UsageError(f"schemes: {problem}")
     if len(set(names)) != len(names):
         raise UsageError(f"schemes: duplicate scheme in {', '.join(names)}")
     queue_table = parse_queue(queue) if isinstance(queue, str) else dict(queue)

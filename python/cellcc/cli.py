@@ -175,8 +175,9 @@ def _check_schemes(names: list[str], option: str = "--schemes") -> None:
     if not names:
         raise _fail(f"{option}: expected a comma-separated list of schemes, e.g. cubic,bbr")
     for name in names:
-        if name not in known:
-            raise _fail(f"{option}: unknown scheme {name!r}; expected one of: {', '.join(known)}")
+        problem = api.unknown_scheme(name, known)
+        if problem is not None:
+            raise _fail(f"{option}: {problem}")
 
 
 def _version_callback(value: bool) -> None:
@@ -720,12 +721,44 @@ def demo(
 
 @app.command("schemes")
 @_friendly_errors
-def list_schemes() -> None:
-    """List the congestion-control schemes the simulator implements."""
+def list_schemes(
+    names_only: bool = typer.Option(False, "--names", help="Print only the names."),
+    as_json: bool = typer.Option(False, "--json", help="Print the registry as JSON."),
+) -> None:
+    """List every congestion-control scheme: what it is, its source paper, RFC or kernel
+    file, its documentation page, and its parameters with their defaults."""
+    import json
+
     from cellcc import api
 
-    for name in api.schemes():
-        typer.echo(name)
+    info = api.scheme_info()
+    if as_json:
+        typer.echo(json.dumps(info, indent=2, ensure_ascii=False))
+        return
+    for s in info:
+        if names_only:
+            typer.echo(s["name"])
+            continue
+        typer.echo(f"{s['name']}: {s['description']}")
+        typer.echo(f"    source: {s['source']}")
+        typer.echo(f"    docs:   {s['doc']}")
+        params = [_param_text(p) for p in s["params"]]
+        typer.echo(f"    params: {', '.join(params) if params else '(none)'}")
+    if not names_only:
+        typer.echo(
+            "In comparisons, <scheme>+codel and <scheme>+pie put that AQM "
+            "on both directions' queues."
+        )
+
+
+def _param_text(param: dict[str, Any]) -> str:
+    kind = param["kind"]
+    if kind == "value":
+        return f"{param['key']} = {param['default']}"
+    if kind == "fixed":
+        return f"{param['key']} = {param['default']} (fixed by the preset)"
+    labels = {"unset": "unset", "required": "required", "flow_seed": "seed from the run"}
+    return f"{param['key']} ({labels.get(kind, kind)})"
 
 
 # Sweeps, the experiment catalogue and `reproduce` live in their own module, which uses

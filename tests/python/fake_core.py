@@ -28,8 +28,16 @@ SCHEMES = [
     "proprate-m",
     "proprate-h",
     "cesar",
+    "vegas",
+    "westwood",
+    "illinois",
+    "cdg",
     "sprout",
     "verus",
+    "copa",
+    "ledbat",
+    "ledbat++",
+    "pcc-vivace",
     "fixed",
 ]
 
@@ -45,6 +53,20 @@ class FakeCore:
 
     def schemes(self) -> list[str]:
         return list(SCHEMES)
+
+    def scheme_info(self) -> str:
+        return json.dumps(
+            [
+                {
+                    "name": name,
+                    "description": f"{name} (fake)",
+                    "source": "fake",
+                    "doc": f"docs/algorithms/{name}.md",
+                    "params": [],
+                }
+                for name in SCHEMES
+            ]
+        )
 
     def _check(self, text: str, base_dir: str | None, source_name: str) -> dict[str, Any]:
         try:

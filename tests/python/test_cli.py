@@ -1,5 +1,6 @@
 """The command line over a fake core: output, files and one-line errors."""
 
+import json
 import subprocess
 import sys
 
@@ -41,11 +42,18 @@ def scenario_file(tmp_path):
 
 
 def test_schemes(fake_core):
-    result = invoke("schemes")
-    assert result.exit_code == 0
     from fake_core import SCHEMES
 
+    result = invoke("schemes", "--names")
+    assert result.exit_code == 0
     assert result.stdout.split() == list(SCHEMES)
+    listing = invoke("schemes")
+    assert listing.exit_code == 0
+    for name in SCHEMES:
+        assert f"{name}: {name} (fake)" in listing.stdout
+    assert "docs/algorithms/cubic.md" in listing.stdout
+    as_json = invoke("schemes", "--json")
+    assert [s["name"] for s in json.loads(as_json.stdout)] == list(SCHEMES)
 
 
 def test_run_prints_a_summary_and_saves(fake_core, scenario_file, tmp_path):

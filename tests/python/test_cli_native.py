@@ -61,6 +61,35 @@ def test_compare_two_schemes_on_a_tiny_trace(tmp_path):
         assert (out / src).is_file()
 
 
+def test_schemes_lists_every_registered_scheme_with_source_and_parameters():
+    info = api.scheme_info()
+    assert [s["name"] for s in info] == api.schemes()
+    cubic = next(s for s in info if s["name"] == "cubic")
+    assert "tcp_cubic.c" in cubic["source"]
+    assert {"key": "beta", "kind": "value", "default": "717"} in cubic["params"]
+    bbr = next(s for s in info if s["name"] == "bbr")
+    assert {"key": "cycle_seed", "kind": "flow_seed", "default": None} in bbr["params"]
+    for s in info:
+        assert s["doc"].startswith("docs/algorithms/")
+    result = invoke("schemes")
+    assert result.exit_code == 0
+    assert "beta = 717" in result.stdout and "RFC 6817" in result.stdout
+
+
+def test_compare_puts_an_aqm_under_a_scheme_and_suggests_names(tmp_path):
+    down, _ = synthetic.write_preset("lte-driving", tmp_path / "traces", duration_s=3.0)
+    cmp = api.compare(
+        down, schemes=["cubic", "cubic+codel"], duration_s=3.0, queue="droptail:packets=500"
+    )
+    assert cmp.scenario("cubic+codel")["downlink"]["queue"] == {"kind": "codel", "packets": 500}
+    assert cmp.scenario("cubic+codel")["uplink"]["queue"] == {"kind": "codel", "packets": 500}
+    assert cmp.scenario("cubic+codel")["flows"] == [{"scheme": "cubic"}]
+    assert list(cmp.summary["scheme"]) == ["cubic", "cubic+codel"]
+    result = invoke("compare", "--trace", down, "--schemes", "cubc")
+    assert result.exit_code == 2
+    assert "did you mean 'cubic'?" in result.stderr
+
+
 def test_traces_info(tmp_path):
     down, _ = synthetic.write_preset("lte-driving", tmp_path, duration_s=2.0)
     result = invoke("traces", "info", down)

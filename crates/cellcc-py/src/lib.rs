@@ -203,6 +203,45 @@ fn schemes() -> Vec<&'static str> {
     cellcc_sim::schemes::names()
 }
 
+/// Every scheme with its source, documentation page and parameters, as JSON: a list of
+/// `{name, description, source, doc, params: [{key, default, kind}]}` where `kind` is
+/// `value` (with `default` a TOML value), `unset`, `required`, `flow_seed` or `fixed`.
+#[pyfunction]
+fn scheme_info() -> String {
+    use cellcc_sim::schemes::{ParamDefault, SCHEMES};
+    let list: Vec<serde_json::Value> = SCHEMES
+        .iter()
+        .map(|s| {
+            let params: Vec<serde_json::Value> = s
+                .params()
+                .into_iter()
+                .map(|p| {
+                    let (kind, default) = match p.default {
+                        ParamDefault::Value(v) => ("value", Some(v)),
+                        ParamDefault::Fixed(v) => ("fixed", Some(v)),
+                        ParamDefault::Unset => ("unset", None),
+                        ParamDefault::Required => ("required", None),
+                        ParamDefault::FlowSeed => ("flow_seed", None),
+                    };
+                    serde_json::json!({
+                        "key": p.key,
+                        "kind": kind,
+                        "default": default.map(|v| v.to_string()),
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "name": s.name,
+                "description": s.description,
+                "source": s.source,
+                "doc": format!("docs/algorithms/{}", s.doc),
+                "params": params,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -216,5 +255,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_timestamps, m)?)?;
     m.add_function(wrap_pyfunction!(synth_trace, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme_info, m)?)?;
     Ok(())
 }

@@ -392,8 +392,8 @@ unchecked!(NewRenoConfig, CubicConfig, WestwoodConfig);
 
 /// Read `params` into `C` and check it. Unknown keys suggest the closest valid one.
 fn checked<C: SchemeConfig>(params: &toml::Table) -> Result<C, SchemeError> {
-    let cfg: C = serde_path_to_error::deserialize(toml::Value::Table(params.clone())).map_err(
-        |e| {
+    let cfg: C =
+        serde_path_to_error::deserialize(toml::Value::Table(params.clone())).map_err(|e| {
             let path = e.path().to_string();
             let message = e.into_inner().message().trim().to_string();
             let hint = unknown_field(&message)
@@ -408,8 +408,7 @@ fn checked<C: SchemeConfig>(params: &toml::Table) -> Result<C, SchemeError> {
                 },
                 message: format!("{message}{hint}"),
             }
-        },
-    )?;
+        })?;
     cfg.check()?;
     Ok(cfg)
 }
@@ -574,7 +573,11 @@ mod tests {
     fn unknown_names_and_keys_suggest_the_closest_valid_one() {
         let e = build("cubc", &toml::Table::new(), 1).unwrap_err();
         assert_eq!(e.key, "scheme");
-        assert!(e.message.contains("did you mean \"cubic\"?"), "{}", e.message);
+        assert!(
+            e.message.contains("did you mean \"cubic\"?"),
+            "{}",
+            e.message
+        );
         let e = build("copacabana", &toml::Table::new(), 1).unwrap_err();
         assert!(!e.message.contains("did you mean"), "{}", e.message);
         let e = build("cubic", &table("btea = 700"), 1).unwrap_err();
