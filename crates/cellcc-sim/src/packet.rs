@@ -52,7 +52,7 @@ pub struct SackBlock {
 }
 
 /// A pure TCP ACK.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AckSegment {
     pub flow: FlowId,
     /// Cumulative ACK: the next segment the receiver expects.
@@ -69,8 +69,9 @@ pub struct AckSegment {
     /// When the receiver sent this ACK.
     pub sent_at: Time,
     /// The value a scheme's receiver-side agent stamped on it (`None` for schemes
-    /// without one; see `cellcc_congestion::feedback`).
-    pub feedback: Option<ReceiverFeedback>,
+    /// without one; see `cellcc_congestion::feedback`). Boxed so that the ACKs of every
+    /// other scheme stay small: they are moved through queues and delay lines per packet.
+    pub feedback: Option<Box<ReceiverFeedback>>,
 }
 
 impl AckSegment {
@@ -82,7 +83,7 @@ impl AckSegment {
         } else {
             4 + 8 * self.sack_len as u32
         };
-        HEADER_BYTES + sack + self.feedback.map_or(0, |f| f.wire_bytes())
+        HEADER_BYTES + sack + self.feedback.as_ref().map_or(0, |f| f.wire_bytes())
     }
 
     /// The valid SACK blocks.
@@ -92,7 +93,7 @@ impl AckSegment {
 }
 
 /// Anything a link carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Packet {
     Data(DataSegment),
     Ack(AckSegment),
@@ -145,7 +146,7 @@ mod tests {
         a.sack_len = 3;
         assert_eq!(a.ip_len(), 52 + 4 + 24);
         // A receiver agent's feedback: a 4-byte option header and 4 bytes per value.
-        a.feedback = Some(cellcc_congestion::ReceiverFeedback::new(&[1, 2]));
+        a.feedback = Some(Box::new(cellcc_congestion::ReceiverFeedback::new(&[1, 2])));
         assert_eq!(a.ip_len(), 52 + 4 + 24 + 4 + 8);
     }
 }

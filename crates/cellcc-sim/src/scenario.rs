@@ -143,6 +143,10 @@ struct RawLink {
     synth: Option<cellcc_link::synth::SynthConfig>,
     synth_seed: Option<u64>,
     mode: Option<RawMode>,
+    /// Multiply a trace's capacity by this whole number: every delivery opportunity
+    /// is offered `scale` times (as `cellcc traces scale` does for whole factors; C2TCP
+    /// JSAC §VII-E triples a trace for its mobile-edge scenario).
+    scale: Option<u32>,
     delay_ms: Option<f64>,
     queue: Option<QueueSpec>,
     loss: Option<LossConfig>,
@@ -502,6 +506,7 @@ fn build_radio(
         (raw.rate_mbps.is_some(), "rate_mbps"),
         (raw.synth.is_some(), "synth"),
         (raw.mode.is_some(), "mode"),
+        (raw.scale.is_some(), "scale"),
         (raw.queue.is_some(), "queue"),
         (!raw.outages.is_empty(), "outages"),
     ] {
@@ -532,6 +537,19 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// `trace` with every opportunity repeated `k` times (capacity × k, same timing).
+fn scaled(trace: &Trace, k: u32) -> Result<Trace, String> {
+    if k == 0 {
+        return Err("must be a whole number >= 1".into());
+    }
+    let stamps = trace.timestamps_ms();
+    let mut out = Vec::with_capacity(stamps.len().saturating_mul(k as usize));
+    for &t in stamps {
+        out.extend(std::iter::repeat_n(t, k as usize));
+    }
+    Trace::from_timestamps(out, &format!("{} x{k}", trace.name())).map_err(|e| e.to_string())
+}
+
 fn build_link(
     mut raw: RawLink,
     key: &str,
@@ -539,6 +557,9 @@ fn build_link(
     ctx: &Ctx,
 ) -> Result<LinkConfig, ScenarioError> {
     let mut synth = None;
+    if raw.scale.is_some() && (raw.trace.is_none() || raw.synth.is_some()) {
+        return Err(ctx.err(format!("{key}.scale"), "applies to `trace` links only"));
+    }
     if raw.synth_seed.is_some() && raw.synth.is_none() {
         return Err(ctx.err(format!("{key}.synth_seed"), "applies to `synth` links only"));
     }
@@ -581,8 +602,11 @@ fn build_link(
         }
         (Some(t), None) => {
             let path = resolve(t, ctx.base_dir);
-            let trace = Trace::from_file(&path)
+            let mut trace = Trace::from_file(&path)
                 .map_err(|e| ctx.err(format!("{key}.trace"), e.to_string()))?;
+            if let Some(k) = raw.scale.filter(|&k| k != 1) {
+                trace = scaled(&trace, k).map_err(|e| ctx.err(format!("{key}.scale"), e))?;
+            }
             let mode = match raw.mode.unwrap_or(RawMode::Loop) {
                 RawMode::Loop => TraceMode::Loop,
                 RawMode::Once => TraceMode::Once,
@@ -797,6 +821,31 @@ mod tests {
                 ..
             }
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn scale_repeats_every_opportunity_of_a_trace() {
+        let dir = std::env::temp_dir().join(format!("cellcc-scale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("l.trace"), "1\n1\n3\n").unwrap();
+        let text = GOOD.replace("rate_mbps = 12", "trace = \"l.trace\"\nscale = 3");
+        let sc = Scenario::parse(&text, "exp.toml", Some(&dir)).unwrap();
+        let LinkService::Trace { trace, .. } = &sc.downlink.service else {
+            panic!("a trace link")
+        };
+        assert_eq!(trace.timestamps_ms(), &[1, 1, 1, 1, 1, 1, 3, 3, 3]);
+        let err = |t: &str| {
+            Scenario::parse(t, "exp.toml", Some(&dir))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&text.replace("scale = 3", "scale = 0"))
+            .starts_with("exp.toml: downlink.scale: must be a whole number >= 1"));
+        assert!(
+            err(&GOOD.replace("rate_mbps = 12", "rate_mbps = 12\nscale = 2"))
+                .starts_with("exp.toml: downlink.scale: applies to `trace` links only")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -50,7 +50,7 @@ const INITIAL_RCV_MSS: u32 = 536;
 const NUM_SACKS: usize = 4;
 
 /// Result of [`TcpReceiver::on_data`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecvOutcome {
     /// ACK to send now, if any.
     pub ack: Option<AckSegment>,
@@ -363,7 +363,7 @@ impl TcpReceiver {
             tsval: (now.as_ns() / self.cfg.ts_granularity.as_ns()) as u32,
             tsecr: self.ts_recent.unwrap_or(0),
             sent_at: now,
-            feedback: self.agent.as_mut().map(|a| a.feedback(now)),
+            feedback: self.agent.as_mut().map(|a| Box::new(a.feedback(now))),
         };
         // tcp_event_ack_sent: one quick ACK used; the timer is cleared.
         if self.quick > 0 {
