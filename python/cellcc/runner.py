@@ -42,7 +42,16 @@ from cellcc.results import (
 )
 from cellcc.sweep import Run, Sweep
 
-__all__ = ["EXECUTORS", "SweepOutcome", "code_version", "consolidate", "run_key", "run_sweep"]
+__all__ = [
+    "EXECUTORS",
+    "SweepOutcome",
+    "code_version",
+    "consolidate",
+    "consolidate_series",
+    "needs_series",
+    "run_key",
+    "run_sweep",
+]
 
 EXECUTORS = ("local", "ray")
 RUNS_DIR = "runs"
@@ -125,13 +134,16 @@ def canonical_json(value: Any) -> str:
     return json.dumps(json_ready(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def run_key(run: Run, code: Mapping[str, str] | None = None) -> str:
-    """The cache key of ``run`` (hex sha256)."""
-    document = {
+def run_key(run: Run, code: Mapping[str, str] | None = None, *, series: bool = False) -> str:
+    """The cache key of ``run`` (hex sha256). ``series``: the record also keeps the time
+    series (a different record, so a different key; keys without it are unchanged)."""
+    document: dict[str, Any] = {
         "scenario": _content_addressed(run.scenario),
         "seed": run.seed,
         "code": dict(code or code_version()),
     }
+    if series:
+        document["series"] = True
     return hashlib.sha256(canonical_json(document).encode()).hexdigest()
 
 
@@ -152,8 +164,12 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
         for name, value in cc.get(int(row["flow"]), {}).items():
             if name != "flow":
                 row[f"cc.{name}"] = value
+    extra = {}
+    if task.get("series"):
+        extra["timeseries"] = result.timeseries.to_dict(orient="list")
     return json_ready(
         {
+            **extra,
             "key": task["key"],
             "seed": task["seed"],
             "code": task["code"],
@@ -270,7 +286,8 @@ def run_sweep(
     runs_dir = out / RUNS_DIR
     _clean_temporaries(runs_dir)
     code = code_version()
-    keys = [run_key(run, code) for run in sweep.runs]
+    series = needs_series(sweep)
+    keys = [run_key(run, code, series=series) for run in sweep.runs]
     first: dict[str, Run] = {}
     for run, key in zip(sweep.runs, keys, strict=True):
         first.setdefault(key, run)
@@ -297,6 +314,7 @@ def run_sweep(
                     "seed": run.seed,
                     "base_dir": os.fspath(Path.cwd()),
                     "code": code,
+                    "series": series,
                 }
             )
     write_json_atomic(
@@ -326,6 +344,8 @@ def run_sweep(
             for same in by_key[record["key"]]:
                 progress(same, False)
     results = consolidate(sweep, keys, out, command=command, code=code)
+    if series:
+        consolidate_series(sweep, keys, out)
     return SweepOutcome(
         out_dir=out,
         total=len(sweep.runs),
@@ -336,6 +356,38 @@ def run_sweep(
         results=results,
         dataset=out / RESULTS_FILE,
     )
+
+
+#: Report views that need every run's time series (docs/experiments.md).
+SERIES_VIEWS = ("timeseries", "share")
+SERIES_FILE = "timeseries.parquet"
+
+
+def needs_series(sweep: Sweep) -> bool:
+    """Whether the sweep's report needs the time series of every run."""
+    report = sweep.report
+    return (
+        report.get("view") in SERIES_VIEWS
+        or bool(report.get("window"))
+        or bool(report.get("series"))
+    )
+
+
+def consolidate_series(sweep: Sweep, keys: list[str], out_dir: str | os.PathLike[str]) -> Path:
+    """Join the runs' time series into ``timeseries.parquet`` (the parameter columns
+    first, then the simulator's ``timeseries`` columns, docs/metrics.md)."""
+    out = Path(out_dir)
+    frames = []
+    for run, key in zip(sweep.runs, keys, strict=True):
+        record = json.loads((out / RUNS_DIR / f"{key}.json").read_text(encoding="utf-8"))
+        frame = pd.DataFrame(record.get("timeseries", {}))
+        frame.insert(0, "run_index", run.index)
+        frame.insert(1, "seed", run.seed)
+        for i, (name, value) in enumerate(run.params.items()):
+            frame.insert(2 + i, name, _column_value(value))
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return write_parquet_atomic(out / SERIES_FILE, frame)
 
 
 def _column_value(value: Any) -> Any:

@@ -9,7 +9,10 @@ A sweep's ``[report]`` table picks a view (docs/experiments.md):
 * ``sweep``: metrics against a parameter (``x``), one line per label, optionally with
   the ``y = x`` diagonal (PropRate Fig. 9) or a log x axis (buffer sizes);
 * ``frontier``: throughput against delay, one line per label through its ``x`` values
-  (PropRate Fig. 10), other labels as single points.
+  (PropRate Fig. 10), other labels as single points;
+* ``timeseries``, ``share``, ``ecdf``, ``box`` and ``loss``: see
+  :mod:`cellcc.sweep_views`, which also derives Jain's index, bandwidth shares and
+  windowed throughputs, and the ``<metric>@p<N>`` percentile columns.
 
 Every view also shows the grouped table with the ``published`` values beside ours,
 the command that regenerates the report, and the provenance of the dataset.
@@ -26,14 +29,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from cellcc import plots
+from cellcc import plots, sweep_views
 from cellcc.report import Plot, Section, write_report
 from cellcc.results import write_csv_atomic
 from cellcc.sweep import Sweep
 
 __all__ = ["VIEWS", "grouped_table", "report_options", "write_sweep_report"]
 
-VIEWS = ("table", "sweep", "frontier")
+VIEWS = ("table", "sweep", "frontier", "timeseries", "share", "ecdf", "box", "loss")
 DEFAULT_METRICS = ("throughput_mbps", "qdelay_mean_ms", "qdelay_p95_ms", "owd_p95_ms")
 #: Columns that identify one measurement context for normalisation.
 CONTEXT_COLUMNS = ("trace", "direction", "seed")
@@ -49,6 +52,8 @@ REPORT_KEYS = (
     "diagonal",
     "log_x",
     "facets",
+    "window",
+    "series",
 )
 
 
@@ -73,7 +78,7 @@ def report_options(sweep: Sweep) -> dict[str, Any]:
     view = report.get("view", "table")
     if view not in VIEWS:
         raise ScenarioError(f"{sweep.source}: report.view: expected one of: {', '.join(VIEWS)}")
-    if view in ("sweep", "frontier") and report.get("x") not in sweep.param_columns:
+    if view in ("sweep", "frontier", "loss") and report.get("x") not in sweep.param_columns:
         raise ScenarioError(
             f"{sweep.source}: report.x: the {view} view needs x = one of the parameter "
             f"columns: {', '.join(sweep.param_columns)}"
@@ -100,10 +105,16 @@ def grouped_table(
     and seed), as C2TCP JSAC Table I does; the table then holds mean ratios.
     """
     rows = _flows(results)
-    metrics = [m for m in metrics if m in rows.columns]
+    wanted = list(metrics)
+    percentiles = {m: p for m in wanted if (p := sweep_views.percentile_metric(m)) is not None}
+    rows = rows.copy()
+    for metric, (column, _) in percentiles.items():
+        if column in rows.columns:
+            rows[metric] = pd.to_numeric(rows[column], errors="coerce")
+    metrics = [m for m in wanted if m in rows.columns]
     if rows.empty or not metrics:
         return pd.DataFrame(columns=[*group, "runs", *metrics])
-    values = rows.copy()
+    values = rows
     for metric in metrics:
         values[metric] = pd.to_numeric(values[metric], errors="coerce")
     if normalise_to is not None:
@@ -118,7 +129,12 @@ def grouped_table(
             means = reference[metrics].mean()
             for metric in metrics:
                 values[metric] = values[metric] / means[metric]
-    table = values.groupby(list(group), sort=False, dropna=False)[metrics].mean().reset_index()
+    grouped = values.groupby(list(group), sort=False, dropna=False)
+    table = grouped[metrics].mean().reset_index()
+    for metric in metrics:
+        if metric in percentiles:
+            q = percentiles[metric][1] / 100.0
+            table[metric] = grouped[metric].quantile(q).to_numpy()
     counts = values.groupby(list(group), sort=False, dropna=False).size().to_numpy()
     table.insert(len(group), "runs", counts)
     return table
@@ -298,6 +314,17 @@ def write_sweep_report(
     group = list(options["group"])
     metrics = list(options["metrics"])
     context = [*CONTEXT_COLUMNS, *(k for k in sweep.spec.get("grid", {}) if k not in group)]
+    series_path = out / "timeseries.parquet"
+    series = pd.read_parquet(series_path) if series_path.is_file() else None
+    window = options.get("window")
+    if window is None and options["view"] == "share":
+        window = []
+    results = sweep_views.derive(results, series, window)
+    view = options["view"]
+    if view == "loss":
+        results = sweep_views.normalise_to_first_x(
+            results, x=options["x"], metrics=[*metrics, *options.get("y", [])], context=context
+        )
     table = grouped_table(
         results,
         group=group,
@@ -321,7 +348,6 @@ def write_sweep_report(
         files=[("results.parquet", out / "results.parquet"), ("table.csv", out / "table.csv")],
     )
     plots_out: list[Plot] = []
-    view = options["view"]
     delay = options["delay"]
     subtitle = f"{len(sweep.runs)} runs" + (" (quick)" if sweep.quick else "")
     if view == "table" and delay in rows.columns and not rows.empty:
@@ -344,7 +370,7 @@ def write_sweep_report(
             )
             path = plots.save(figure, out / f"throughput-delay-{name}.png")
             plots_out.append(Plot(path, f"Throughput vs delay, {name}", command))
-    elif view == "sweep" and not rows.empty:
+    elif view in ("sweep", "loss") and not rows.empty:
         ys = list(options.get("y", ["throughput_mbps", delay]))
         figure = sweep_figure(
             rows,
@@ -363,6 +389,8 @@ def write_sweep_report(
         )
         path = plots.save(figure, out / "frontier.png")
         plots_out.append(Plot(path, f"Throughput vs delay as {options['x']} varies", command))
+    else:
+        plots_out += _other_views(options, rows, series, out, sweep, subtitle, command)
     section.plots = plots_out
     intro = (
         f"Table: {what} per {', '.join(group)}; columns marked (paper) are the published "
@@ -376,6 +404,41 @@ def write_sweep_report(
         intro=intro,
     )
     return page, shown
+
+
+def _other_views(
+    options: Mapping[str, Any],
+    rows: pd.DataFrame,
+    series: pd.DataFrame | None,
+    out: Path,
+    sweep: Sweep,
+    subtitle: str,
+    command: str,
+) -> list[Plot]:
+    """The figures of the views of :mod:`cellcc.sweep_views`."""
+    view = options["view"]
+    title = f"{sweep.name} ({subtitle})"
+    figure, name, caption = None, view, ""
+    if view == "timeseries" and series is not None and not series.empty:
+        ys = [y for y in options.get("y", ["throughput_mbps", "qdelay_ms"]) if y in series]
+        figure = sweep_views.timeseries_figure(
+            series, y=ys, title=title, facets=options.get("facets", [])
+        )
+        caption = "Time series of each label's first run (flow 0)"
+    elif view == "share" and series is not None and not series.empty:
+        figure = sweep_views.share_figure(series, title=title)
+        caption = "Throughput of every flow over time (each label's first run)"
+    elif view == "ecdf" and not rows.empty:
+        ys = list(options.get("y", ["throughput_mbps"]))
+        figure = sweep_views.ecdf_figure(rows, series, y=ys, title=title)
+        caption = "Empirical CDF per label"
+    elif view == "box" and not rows.empty:
+        ys = [y for y in options.get("y", ["throughput_mbps", "rtt_mean_ms"]) if y in rows]
+        figure = sweep_views.box_figure(rows, y=ys, group="label", title=title)
+        caption = "Distribution over runs per label (whiskers 5th-95th percentile)"
+    if figure is None:
+        return []
+    return [Plot(plots.save(figure, out / f"{name}.png"), caption, command)]
 
 
 def _label_means(rows: pd.DataFrame, delay: str) -> pd.DataFrame:

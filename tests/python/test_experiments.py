@@ -100,3 +100,115 @@ def test_ifip_table1_full_length_speed(shared_traces, tmp_path):
     )
     assert outcome.executed == 84
     assert wall < 600  # generous for shared CI machines; the target is 120 s
+
+
+def _entry_ids() -> list[str]:
+    return [e.id for e in catalogue.entries()]
+
+
+@pytest.mark.parametrize("entry_id", _entry_ids())
+def test_entry_loads_expands_and_matches_its_published_rows(shared_traces, entry_id):
+    """Every catalogue file: loads, expands (full and quick), has a valid report, and
+    every published row names only group columns and metrics the report shows."""
+    entry = catalogue.find(entry_id)
+    full = load_sweep(entry.path)
+    quick = load_sweep(entry.path, quick=True)
+    assert full.runs and quick.runs
+    assert len(quick.runs) <= len(full.runs)
+    options = report_options(full)
+    for row in full.experiment.get("published", []):
+        for key in row:
+            if key == "note":
+                continue
+            assert key in options["group"] or key in options["metrics"], (entry_id, key)
+    runner.check(quick)
+
+
+def test_derived_metrics_jain_share_and_window():
+    from cellcc.sweep_views import derive
+
+    results = pd.DataFrame(
+        {
+            "run_index": [0, 0, 0],
+            "flow": [0, 1, -1],
+            "start_s": [10.0, 0.0, 0.0],
+            "throughput_mbps": [2.0, 6.0, 8.0],
+        }
+    )
+    whole = derive(results).set_index("flow")
+    assert whole.loc[0, "jain_index"] == pytest.approx(64 / (2 * 40))
+    assert whole.loc[0, "share"] == pytest.approx(0.25)
+    assert whole.loc[0, "late_to_early"] == pytest.approx(2 / 6)
+    assert pd.isna(whole.loc[1, "jain_index"])
+    # Flow 1 alone for the first 10 s at 8 Mbit/s, then 4 + 4: the window from the later
+    # start sees a fair share.
+    times = [t * 1.0 for t in range(20)]
+    series = pd.DataFrame(
+        {
+            "run_index": 0,
+            "t_s": times + times[10:],
+            "flow": [1] * 20 + [0] * 10,
+            "throughput_mbps": [8.0] * 10 + [4.0] * 10 + [4.0] * 10,
+        }
+    )
+    windowed = derive(results, series, []).set_index("flow")
+    assert windowed.loc[0, "jain_index"] == pytest.approx(1.0)
+    assert windowed.loc[0, "flow1_mbps"] == pytest.approx(4.0)
+    early = derive(results, series, [0.0, 10.0]).set_index("flow")
+    assert early.loc[0, "flow0_mbps"] == pytest.approx(0.0)
+    assert early.loc[0, "flow1_mbps"] == pytest.approx(8.0)
+
+
+def test_percentile_metrics_and_loss_normalisation():
+    from cellcc.sweep_views import normalise_to_first_x
+
+    results = pd.DataFrame(
+        {
+            "flow": [0] * 4,
+            "label": ["a"] * 4,
+            "seed": [1, 2, 3, 4],
+            "efficiency": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+    table = grouped_table(results, group=["label"], metrics=["efficiency", "efficiency@p25"])
+    assert table["efficiency"].iloc[0] == pytest.approx(2.5)
+    assert table["efficiency@p25"].iloc[0] == pytest.approx(1.75)
+    lossy = pd.DataFrame(
+        {
+            "label": ["a", "a", "b", "b"],
+            "loss": [0.0, 0.01, 0.0, 0.01],
+            "seed": [1] * 4,
+            "throughput_mbps": [4.0, 1.0, 2.0, 2.0],
+        }
+    )
+    out = normalise_to_first_x(lossy, x="loss", metrics=["throughput_mbps"], context=["seed"])
+    assert list(out["throughput_mbps"]) == [1.0, 0.25, 1.0, 1.0]
+
+
+@pytest.mark.slow
+def test_reproduce_quick_fairness_entry_writes_share_view(tmp_path):
+    """C2TCP IFIP Fig. 5-7 end to end: time series kept, share and Jain's index over the
+    window after the second flow joins, the share figure written."""
+    out = tmp_path / "rep"
+    result = cli.invoke(
+        app, ["reproduce", "c2tcp-ifip-fig5-7", "--quick", "--out", str(out), "-j", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    folder = out / "c2tcp-ifip-fig5-7"
+    assert (folder / "share.png").is_file() and (folder / "timeseries.parquet").is_file()
+    table = pd.read_csv(folder / "table.csv").set_index("label")
+    assert table["share"].between(0, 1).all()
+    assert table["jain_index"].between(0.5, 1.0).all()
+    # BBR takes most of the bandwidth from CUBIC (the paper's claim, and ours).
+    assert table.loc["bbr vs cubic", "share"] > 0.7
+
+
+@pytest.mark.slow
+def test_reproduce_quick_cesar_table2_jain(tmp_path):
+    out = tmp_path / "rep"
+    result = cli.invoke(app, ["reproduce", "cesar-table2", "--quick", "--out", str(out), "-j", "2"])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "cesar-table2" / "table.csv").set_index("label")
+    assert "jain_index (paper)" in table.columns
+    for label in ("bbr x2", "bbr x3", "bbr x4", "cesar x2", "cesar x3", "cesar x4"):
+        assert table.loc[label, "jain_index"] > 0.98, label
