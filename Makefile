@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.cellcc-deps
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build test test-rust test-python demo bench lint check-cargo check-python clean
+.PHONY: help venv build browser test test-rust test-python demo bench lint check-cargo check-python clean
 
 help:
 	@echo "make demo   build, then generate synthetic traces, compare all schemes, write demo-report/"
@@ -46,7 +46,18 @@ test-rust: check-cargo
 test-python: build
 	CELLCC_REQUIRE_NATIVE=1 $(PY) -m pytest
 
-test: build test-rust test-python
+# Headless Chromium and its driver (Debian packages) for the report tests. Installed
+# when missing and running as root (CI); otherwise those tests skip and say why.
+browser:
+	@if ! command -v chromedriver >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "note: chromium-driver is not installed and this is not root: the browser report tests will skip"; \
+	  fi; \
+	fi
+
+test: build browser test-rust test-python
 
 demo: build
 	$(VENV)/bin/cellcc demo
