@@ -92,8 +92,14 @@
 //!
 //! 1. **TCP port.** Vivace owns cwnd and pacing through `cong_control` in our Linux TCP
 //!    model: packets are paced at the open MI's rate (EDT pacing), the stack
-//!    retransmits, and a cwnd cap of `cwnd_gain`·r·srtt (default 2, at least 4 packets)
-//!    bounds what is in flight when ACKs stop. The reference's sender is rate-only.
+//!    retransmits, and a cwnd cap of `cwnd_gain`·r·min RTT (default 2, at least 4
+//!    packets) bounds what is in flight. The reference's sender is rate-only: its
+//!    `GetCongestionWindow` is r·min RTT, but the `CanSend` check that would use it
+//!    (2.5× that) is unreachable at `2ca1811`. The cap matters: with the reference's
+//!    MIs (each waits for RTT samples of its own packets, so it lasts ≥ 1 current RTT)
+//!    and negative gradients counting as 0, an overshoot builds a queue that the rate
+//!    controller alone neither notices quickly nor drains (on the 12/24 Mbit/s step
+//!    link a cap of 2·r·srtt left 2.2 s of queue 3–7 s after the step down).
 //! 2. **MI accounting.** Packets are counted, not identified: an MI owns the packets sent
 //!    (new or retransmitted) while it was open, i.e. a range of the connection's running
 //!    count delivered + lost + in flight; an ACK's newly resolved packets are split over
@@ -169,7 +175,7 @@ pub struct VivaceConfig {
     pub min_mi_rtt_samples: u32,
     /// MIs in the RTT-trend window (6).
     pub trend_mis: u32,
-    /// cwnd cap as a multiple of r·srtt (2).
+    /// cwnd cap as a multiple of r·min RTT (2).
     pub cwnd_gain: f64,
     /// Seed of the probing order (the scenario's flow seed unless given).
     pub seed: u64,
@@ -837,16 +843,15 @@ impl Vivace {
             mi.end = Some(sock.now);
             mi.sent_end = Some(sent);
         }
-        let offset = if self.min_rtt.is_some()
-            && useful < self.phase.useful_mis(self.config.probe_pairs)
-        {
-            Some(match &mut self.phase {
-                Phase::Probing { plan, .. } => plan.pop_front().unwrap_or(0.0),
-                _ => 0.0,
-            })
-        } else {
-            None
-        };
+        let offset =
+            if self.min_rtt.is_some() && useful < self.phase.useful_mis(self.config.probe_pairs) {
+                Some(match &mut self.phase {
+                    Phase::Probing { plan, .. } => plan.pop_front().unwrap_or(0.0),
+                    _ => 0.0,
+                })
+            } else {
+                None
+            };
         self.mis.push_back(Mi {
             useful: offset,
             starting: matches!(self.phase, Phase::SlowStart { .. }),
@@ -870,13 +875,9 @@ impl Vivace {
         sock.pacing_rate = (self.current_rate() as u64).clamp(1, sock.max_pacing_rate.max(1));
     }
 
-    /// Difference 1: cwnd = max(4, cwnd_gain·rate·srtt).
+    /// Difference 1: cwnd = max(4, cwnd_gain·rate·min RTT).
     fn set_cwnd(&self, sock: &mut Sock) {
-        let rtt = if sock.srtt.is_zero() {
-            RTT_UNKNOWN
-        } else {
-            sock.srtt
-        };
+        let rtt = self.min_rtt.unwrap_or(RTT_UNKNOWN);
         let bytes =
             self.config.cwnd_gain * self.current_rate() * rtt.as_ns() as f64 / NS_PER_S as f64;
         let packets = (bytes / f64::from(sock.mss.max(1))).ceil();

@@ -279,13 +279,10 @@ fn vivace_high_utilisation_low_queueing_on_a_constant_link() {
 /// throughput rises after the step up, and after the step down the queue it built
 /// drains again (mean queueing delay over the last 4 s of the low period).
 ///
-/// Known failure, see docs/algorithms/pcc-vivace.md ("Known gap"): on this trace-driven
-/// link the per-MI RTT slope is dominated by the link's 1 ms delivery quantisation, the
-/// rate random-walks, the change bound ω grows over consecutive up-steps and the rate
-/// overshoots by ~45 %; the queue then inflates srtt, hence the MI length and the
-/// probing round, and the 5 % steps after a direction change drain it only slowly.
+/// Vivace tracks the step with the reference's decision-made stepping; what keeps the
+/// queue short after the step down is the port's cwnd cap of 2·r·min RTT (see
+/// docs/algorithms/pcc-vivace.md: with a cap of 2·r·srtt the queue reaches seconds).
 #[test]
-#[ignore = "PCC-Vivace overshoots and drains slowly on the step trace; see docs/algorithms/pcc-vivace.md"]
 fn vivace_follows_a_rate_step() {
     let out = simulate(
         "vivace-steps",
