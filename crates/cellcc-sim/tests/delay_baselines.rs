@@ -403,7 +403,7 @@ fn vivace_on_the_boston_traces() {
             .flat_map(|h| h.join().unwrap())
             .collect()
     });
-    let (mut tput, mut util, mut q) = (0.0, 0.0, 0.0);
+    let (mut tput, mut util, mut q, mut p95) = (0.0, 0.0, 0.0, 0.0);
     for (name, r) in &rows {
         let (u, qd) = (
             r.utilisation.unwrap_or(f64::NAN),
@@ -411,9 +411,11 @@ fn vivace_on_the_boston_traces() {
         );
         println!(
             "{name:<24} throughput {:7.3} Mbit/s  utilisation {u:.3}  mean queueing delay \
-             {qd:8.1} ms",
-            r.throughput_mbps
+             {qd:8.1} ms  (p95 {:.1} ms)",
+            r.throughput_mbps,
+            r.qdelay_p95_ms.unwrap_or(f64::NAN)
         );
+        p95 += r.qdelay_p95_ms.unwrap_or(f64::NAN);
         tput += r.throughput_mbps;
         util += u;
         q += qd;
@@ -421,10 +423,12 @@ fn vivace_on_the_boston_traces() {
     }
     let n = rows.len().max(1) as f64;
     println!(
-        "{:<24} throughput {:7.3} Mbit/s  utilisation {:.3}  mean queueing delay {:8.1} ms",
+        "{:<24} throughput {:7.3} Mbit/s  utilisation {:.3}  mean queueing delay {:8.1} ms  \
+         (p95 {:.1} ms)",
         "mean",
         tput / n,
         util / n,
-        q / n
+        q / n,
+        p95 / n
     );
 }
