@@ -4,65 +4,119 @@
 //! Source: M. Dong, T. Meng, D. Zarchy, E. Arslan, Y. Gilad, P. B. Godfrey, M. Schapira,
 //! "PCC Vivace: Online-Learning Congestion Control", USENIX NSDI 2018 (Renton, 9–11 April
 //! 2018), §2 (utility, Eq. 1), §3 (rate control: slow start, probing, confidence
-//! amplifier, dynamic change boundary). Reference code: `PCCproject/PCC-Uspace`, a
-//! user-space UDT sender (`PCCproject/PCC-Kernel` is Allegro, not Vivace). Notes in the
-//! algorithm specification, §5.5. Nothing of the reference code is reproduced here.
+//! amplifier, dynamic change boundary). Reference code: `PCCproject/PCC-Uspace`, the
+//! QUIC-derived sender in `src/pcc/`: `pcc_vivace_sender.cpp` (decisions, amplifier,
+//! bound), `pcc_sender.cpp` (monitor intervals, probing, slow start),
+//! `pcc_monitor_interval_queue.cpp` (attribution, when a utility is available) and
+//! `pcc_utility_manager.cpp` (utility, RTT gradient and its filters), all read at commit
+//! `2ca1811`. (`PCCproject/PCC-Kernel` is Allegro, not Vivace.) Nothing of the reference
+//! code is reproduced here; the mechanism is re-implemented from its description below.
 //!
 //! # Model
 //!
-//! Time is cut into monitor intervals (MIs) of about one RTT, each sent at one rate. When
-//! all packets of an MI are acknowledged or lost, its utility is
+//! Time is cut into monitor intervals (MIs), each sent at one rate. An MI is *useful*
+//! (evaluated) or a *filler* (sent at the base rate r while results are outstanding).
+//! When all packets of every useful MI are acknowledged or lost, each gets the utility
 //!
 //! ```text
 //!   u(x) = x^0.9 − 900·x·dRTT/dt − 11.35·x·L          (NSDI'18 Eq. 1, x in Mbit/s)
 //! ```
 //!
-//! with x the MI's sending rate, dRTT/dt the slope of its RTT samples over time
-//! (ignored when |dRTT/dt| < 0.01) and L its loss rate. Slow start doubles the rate every
-//! MI until an MI's utility is below its predecessor's, then returns to the better rate.
-//! From then on Vivace probes: pairs of MIs at r(1+ε) and r(1−ε) in random order give the
-//! gradient γ = (u⁺ − u⁻)/(x⁺ − x⁻); the rate moves by m·θ₀·γ, where the confidence
-//! amplifier m counts consecutive steps in the same direction, and the step is bounded by
-//! ω·r, ω = ω₀ + k·δ_ω growing with every consecutive step that hit the bound.
+//! with x the MI's achieved sending rate, L its loss rate and dRTT/dt the least-squares
+//! slope of its RTT samples over their send times, kept only when it is positive and
+//! stands out of the MI's RTT noise (or the RTT trend over the last 6 MIs is abnormal).
+//! Slow start doubles r after every MI whose utility beats the previous one and halves
+//! it (back to the last good rate) when not. Probing sends 3 pairs of MIs at r(1+ε) and
+//! r(1−ε) (random order within a pair); if the pairs agree, Vivace moves r one step in
+//! the better direction and keeps stepping, one MI per step, while the utility keeps
+//! improving ("decision made"); the step is θ·γ amplified by the number of consecutive
+//! steps and bounded by ω·r, ω growing while steps hit it.
 //!
 //! # States
 //!
 //! ```text
-//!  init, RTO (rate halved)
-//!   |   +---------------+  u(MI k) < u(MI k-1): r = rate of MI k-1  +----------------+
-//!   +-->| SLOW_START    |------------------------------------------>| PROBING        |
-//!       | r doubles/MI  |                                           | 2 pairs r(1±ε),|
-//!       +---------------+                                           | then step r by |
-//!                                                                   | m·θ0·γ ≤ ω·r   |<-+
-//!                                                                   +----------------+  |
-//!                                                                          +------------+
+//!  init
+//!   |   +------------+ u ≤ u_prev: r/2   +------------+  pairs agree: r(1±ε) ± Δ  +---------------+
+//!   +-->| SLOW_START |------------------>|  PROBING   |-------------------------->| DECISION_MADE |<-+
+//!       | r·2 per MI |<------------------| 3 pairs of |<--------------------------| one MI/step,  |  |
+//!       +------------+  r at the floor   | r(1±ε)     |  utility worse: step back | r ± m·θ·γ ≤ ω·r| |
+//!                      after a re-probe  +------------+                           +---------------+  |
+//!                                         ^  |  pairs disagree: probe again              |  improving |
+//!                                         +--+                                            +-----------+
 //! ```
+//!
+//! # Verified constants (reference file in brackets)
+//!
+//! * t = 0.9, b = 900, c = 11.35 [`pcc_utility_manager.cpp`: `kSendingRateExponent`,
+//!   `kLatencyCoefficient`, `kVivaceLossCoefficient`]; x = bytes sent over the MI's
+//!   send duration (plus one packet's transmission time), L = bytes lost / bytes sent.
+//! * RTT gradient: least-squares slope of the MI's per-packet RTTs over packet number,
+//!   divided by the packet spacing at the MI's rate, i.e. dRTT/d(send time) [ibid.,
+//!   `ComputeRttGradient`]. It counts only if (a) it exceeds the MI's "regression error"
+//!   [`DetermineToleranceGeneral`], or (b) the slope of the mean RTTs of the last 6 MIs
+//!   leaves its running mean ± 2 running deviations (EWMA weight 0.1) upwards
+//!   [`ProcessRttTrend`, `DetermineToleranceInflation`: `kRttHistoryLen` = 6,
+//!   `kAlpha` = 0.1, `kInflationToleranceGain*` = 2, reset when the trend falls below
+//!   1/100 (`kBeta`) of its smallest magnitude]; negative gradients count as 0, and in
+//!   slow start so does a rise below 1 ms over the MI [`CalculateUtilityProportional`].
+//!   There is no fixed 0.01 tolerance in the reference.
+//! * MIs [`pcc_sender.cpp` `CreateNewInterval`, `pcc_monitor_interval_queue.cpp`]: a
+//!   useful MI lasts at least min RTT (`monitor_duration_ = min_rtt_ * 1.0`) and until
+//!   it has 4 RTT samples of its own packets (`kMinReliableRtt`); fillers last until all
+//!   outstanding useful MIs are evaluated; utilities are delivered together once every
+//!   useful MI is complete. Useful MIs per phase: 1 in slow start and decision made, 6
+//!   (3 pairs, `kNumIntervalGroupsInProbingPrimary`) in probing.
+//! * Probing [`pcc_sender.cpp` `MaybeSetSendingRate`, `pcc_vivace_sender.cpp`
+//!   `CanMakeDecision`]: ε = 0.05 (`kProbingStepSize`); per pair, the side with the higher
+//!   utility votes; a decision needs a majority voting "increase" (≥ 2 of 3) or all 3
+//!   voting "decrease", otherwise probing repeats at the same r.
+//! * Step [`pcc_vivace_sender.cpp` `EnterDecisionMade`, `ComputeRateChange`]: on a
+//!   decision r first moves to the winning probe rate r(1±ε); then Δ = θ·γ with
+//!   γ = Δu/Δx: from probing, Δu = sum over the agreeing pairs of their utility gap / 3
+//!   and Δx = the first pair's rate gap; in decision made, the gaps to the previous MI.
+//!   θ = 1 (`kUtilityGradientToRateChangeFactor`) with rates in units of 2²⁰ bit/s
+//!   (`kMegabit` = 1024·1024), i.e. 1.0995 (Mbit/s)² per unit utility in decimal units.
+//!   Amplifier m = ⌊(n + 1)/2⌋^1.2 at the n-th consecutive step (`kRateChangeAmplifyExponent`
+//!   = 1.2, integer division): 1, 1, 2.30, 2.30, 3.74, 3.74, 5.28, …, applied only to
+//!   decision-made steps (the step out of probing has m = 1).
+//!   Bound: Δ ≤ r·(0.05 + 0.05·k) (`kInitialMaxStepSize`, `kIncrementalStepSize`); k + 1
+//!   when a step is clipped, k − 1 (down to 0) when not, k = 0 after probing. Every step
+//!   is at least 0.5 Mbit/s (`kMinRateChange`), r at least 0.5 Mbit/s (`kMinSendingRate`).
+//! * Decision made ends at the first MI whose utility moved against the direction; r then
+//!   steps back by one (m = 1) step computed from that MI and probing restarts.
+//! * Slow start [`pcc_sender.cpp`]: r₀ = 10 packets per 100 ms (`kInitialRtt`), scaled by
+//!   100 ms / RTT at the first RTT sample when that is shorter; exit halves r. The
+//!   RTT-inflation early exit is disabled in the reference (tolerance 100).
 //!
 //! # Differences from the paper and the reference code
 //!
 //! 1. **TCP port.** Vivace owns cwnd and pacing through `cong_control` in our Linux TCP
-//!    model: packets are paced at the MI's rate (EDT pacing), the stack retransmits, and a
-//!    cwnd cap of `cwnd_gain`·r·srtt (default 2, at least 4 packets) bounds what is in
-//!    flight when ACKs stop. The paper's sender is rate-only over UDP.
+//!    model: packets are paced at the open MI's rate (EDT pacing), the stack
+//!    retransmits, and a cwnd cap of `cwnd_gain`·r·min RTT (default 2, at least 4
+//!    packets) bounds what is in flight. The reference's sender is rate-only: its
+//!    `GetCongestionWindow` is r·min RTT, but the `CanSend` check that would use it
+//!    (2.5× that) is unreachable at `2ca1811`. The cap matters: with the reference's
+//!    MIs (each waits for RTT samples of its own packets, so it lasts ≥ 1 current RTT)
+//!    and negative gradients counting as 0, an overshoot builds a queue that the rate
+//!    controller alone neither notices quickly nor drains (on the 12/24 Mbit/s step
+//!    link a cap of 2·r·srtt left 2.2 s of queue 3–7 s after the step down).
 //! 2. **MI accounting.** Packets are counted, not identified: an MI owns the packets sent
 //!    (new or retransmitted) while it was open, i.e. a range of the connection's running
-//!    count delivered + lost + in flight; an ACK is attributed to the MI whose range holds
-//!    the first packet it resolves, and an MI completes once all of its range is
-//!    resolved. x is the MI's packets × MSS over its duration; L its lost / resolved.
-//! 3. **MI length** = max(srtt, time to send `min_mi_packets` = 10 packets at the MI's
-//!    rate); 100 ms before the first RTT sample.
-//! 4. **Probing.** Every step comes from a fresh probing round of `probe_pairs` = 2 pairs
-//!    (randomised order from a seeded generator; the gradient is the mean of the pairs');
-//!    MIs sent while a round's results are outstanding use r and are not evaluated. The
-//!    reference additionally keeps moving in a "rate adjusting" phase between probes; here
-//!    consecutive probing rounds in the same direction raise m instead.
-//! 5. **Amplifier and bound** (paper values not restated in the text we read; tagged
-//!    **[recall]** in the notes): m = number of consecutive same-direction steps (1, 2,
-//!    3, …), θ₀ = 1 (Mbit/s)² per unit of utility, ω₀ = 0.05, δ_ω = 0.1; k resets when a
-//!    step stays within the bound or the direction changes.
-//! 6. **Floors.** r ≥ `min_rate_mbps` (0.1 Mbit/s), so probing continues after outages.
-//! 7. **RTO** halves r and restarts probing (the paper has no timeouts); fast recovery
-//!    does not change r (the utility already counts the loss).
+//!    count delivered + lost + in flight; an ACK's newly resolved packets are split over
+//!    the MIs whose ranges they fall in (losses first), its RTT sample goes to the MI of
+//!    the last one, at send time now − RTT. One RTT sample per ACK, not per packet.
+//! 3. **RTT-sample filters.** The reference drops samples taken during ACK bursts (ACK
+//!    spacing ratio > 50× its average) and extends an MI once when fewer than 80 % of
+//!    its samples are kept; not modelled (every sample is kept). Its "regression error"
+//!    is computed against a line whose slope was already rescaled to seconds per second,
+//!    so in effect it is the standard deviation of the MI's RTTs over their mean; we
+//!    compute that quantity directly.
+//! 4. **Paper vs reference.** The paper describes the confidence amplifier and the
+//!    dynamic change boundary without the reference's integer-halved amplifier, its
+//!    0.5 Mbit/s minimum step or the increase-biased vote; the reference is followed.
+//!    The paper's fixed |dRTT/dt| tolerance is replaced by the reference's filters.
+//! 5. **RTO** halves r and restarts probing (the reference has no timeouts); fast
+//!    recovery does not change r (the utility already counts the loss).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -75,14 +129,22 @@ use crate::{CaState, CongestionControl, PacingStatus, RateSample, Sock};
 
 /// Smallest window cap, packets: keeps ACKs (and with them the MIs) flowing.
 pub const CWND_MIN: u32 = 4;
-/// MI length before the first RTT sample: a typical cellular RTT.
+/// RTT assumed before the first sample (reference `kInitialRtt`, 100 ms).
 const RTT_UNKNOWN: Dur = Dur::from_ms(100);
 /// Initial rate: 10 packets (Linux's initial window) per [`RTT_UNKNOWN`].
 const INIT_PACKETS: f64 = 10.0;
-/// Bits per byte and bits per Mbit, for utilities in Mbit/s.
+/// Bits per Mbit, for utilities in Mbit/s.
 const BITS_PER_MBIT: f64 = 1e6;
+/// Slow-start MIs ignore an RTT rise below this over the MI (reference
+/// `CalculateUtilityProportional`: 1000 µs / MI duration).
+const STARTING_RTT_RISE_S: f64 = 1e-3;
+/// Trend filter: EWMA weight (reference `kAlpha`), deviation gain
+/// (`kInflationToleranceGain*`) and reset ratio (`kBeta`).
+const TREND_ALPHA: f64 = 0.1;
+const TREND_GAIN: f64 = 2.0;
+const TREND_RESET: f64 = 100.0;
 
-/// Parameters of [`Vivace`]. Names follow the paper.
+/// Parameters of [`Vivace`]. Names follow the paper; defaults are the reference's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VivaceConfig {
@@ -92,24 +154,29 @@ pub struct VivaceConfig {
     pub latency_coeff: f64,
     /// Loss coefficient c of Eq. 1 (11.35).
     pub loss_coeff: f64,
-    /// |dRTT/dt| below this is noise and counts as 0 (0.01).
-    pub rtt_gradient_tolerance: f64,
     /// Probing step ε (0.05).
     pub epsilon: f64,
-    /// Probing pairs per step (2).
+    /// Probing pairs per round (3).
     pub probe_pairs: u32,
-    /// Conversion factor θ₀, (Mbit/s)² per unit utility (1).
-    pub theta0: f64,
+    /// Conversion factor θ, (Mbit/s)² per unit utility (1.0995: 1 in the reference's
+    /// units of 2²⁰ bit/s).
+    pub theta: f64,
+    /// Exponent of the confidence amplifier ⌊(n+1)/2⌋^e (1.2).
+    pub amplifier_exponent: f64,
     /// Initial change bound ω₀ as a fraction of r (0.05).
     pub omega0: f64,
-    /// Growth δ_ω of the bound per consecutive bounded step (0.1).
+    /// Growth of the bound per clipped step (0.05).
     pub omega_step: f64,
-    /// Smallest MI, packets (10).
-    pub min_mi_packets: u32,
-    /// cwnd cap as a multiple of r·srtt (2).
-    pub cwnd_gain: f64,
-    /// Rate floor, Mbit/s (0.1).
+    /// Smallest rate change per step, Mbit/s (0.5).
+    pub min_change_mbps: f64,
+    /// Rate floor, Mbit/s (0.5).
     pub min_rate_mbps: f64,
+    /// RTT samples a useful MI needs before it may end (4).
+    pub min_mi_rtt_samples: u32,
+    /// MIs in the RTT-trend window (6).
+    pub trend_mis: u32,
+    /// cwnd cap as a multiple of r·min RTT (2).
+    pub cwnd_gain: f64,
     /// Seed of the probing order (the scenario's flow seed unless given).
     pub seed: u64,
 }
@@ -120,15 +187,17 @@ impl Default for VivaceConfig {
             exponent: 0.9,
             latency_coeff: 900.0,
             loss_coeff: 11.35,
-            rtt_gradient_tolerance: 0.01,
             epsilon: 0.05,
-            probe_pairs: 2,
-            theta0: 1.0,
+            probe_pairs: 3,
+            theta: 1.048_576 * 1.048_576,
+            amplifier_exponent: 1.2,
             omega0: 0.05,
-            omega_step: 0.1,
-            min_mi_packets: 10,
+            omega_step: 0.05,
+            min_change_mbps: 0.5,
+            min_rate_mbps: 0.5,
+            min_mi_rtt_samples: 4,
+            trend_mis: 6,
             cwnd_gain: 2.0,
-            min_rate_mbps: 0.1,
             seed: 1,
         }
     }
@@ -159,51 +228,61 @@ impl VivaceConfig {
             ("exponent", self.exponent, 0.01, 1.0),
             ("latency_coeff", self.latency_coeff, 0.0, 1e6),
             ("loss_coeff", self.loss_coeff, 0.0, 1e6),
-            (
-                "rtt_gradient_tolerance",
-                self.rtt_gradient_tolerance,
-                0.0,
-                1.0,
-            ),
             ("epsilon", self.epsilon, 0.001, 0.5),
-            ("theta0", self.theta0, 1e-6, 1e6),
+            ("theta", self.theta, 1e-6, 1e6),
+            ("amplifier_exponent", self.amplifier_exponent, 0.0, 4.0),
             ("omega0", self.omega0, 0.001, 1.0),
             ("omega_step", self.omega_step, 0.0, 1.0),
-            ("cwnd_gain", self.cwnd_gain, 1.0, 100.0),
+            ("min_change_mbps", self.min_change_mbps, 0.0, 1e5),
             ("min_rate_mbps", self.min_rate_mbps, 0.001, 1e5),
+            ("cwnd_gain", self.cwnd_gain, 1.0, 100.0),
         ] {
             if !(v.is_finite() && v >= lo && v <= hi) {
                 return err(field, format!("{v} is outside [{lo}, {hi}]"));
             }
         }
-        if !(1..=16).contains(&self.probe_pairs) {
-            return err(
-                "probe_pairs",
-                format!("{} is outside 1..=16", self.probe_pairs),
-            );
-        }
-        if !(1..=10_000).contains(&self.min_mi_packets) {
-            return err(
-                "min_mi_packets",
-                format!("{} is outside 1..=10000", self.min_mi_packets),
-            );
+        for (field, v, lo, hi) in [
+            ("probe_pairs", self.probe_pairs, 1, 16),
+            ("min_mi_rtt_samples", self.min_mi_rtt_samples, 1, 1000),
+            ("trend_mis", self.trend_mis, 3, 100),
+        ] {
+            if !(lo..=hi).contains(&v) {
+                return err(field, format!("{v} is outside {lo}..={hi}"));
+            }
         }
         Ok(())
     }
 }
 
-/// NSDI'18 Eq. 1: u = x^t − b·x·dRTT/dt − c·x·L, x in Mbit/s; |dRTT/dt| below
-/// `tolerance` counts as 0.
+/// NSDI'18 Eq. 1: u = x^t − b·x·dRTT/dt − c·x·L, x in Mbit/s. `rtt_gradient` is the
+/// gradient after the filters (see [`Vivace::filtered_gradient`]).
 pub fn utility(x_mbps: f64, rtt_gradient: f64, loss: f64, cfg: &VivaceConfig) -> f64 {
-    let grad = if rtt_gradient.abs() < cfg.rtt_gradient_tolerance {
-        0.0
-    } else {
-        rtt_gradient
-    };
-    x_mbps.powf(cfg.exponent) - cfg.latency_coeff * x_mbps * grad - cfg.loss_coeff * x_mbps * loss
+    x_mbps.powf(cfg.exponent)
+        - cfg.latency_coeff * x_mbps * rtt_gradient
+        - cfg.loss_coeff * x_mbps * loss
 }
 
-/// Least-squares slope of y over t (seconds per second), from running sums.
+/// Confidence amplifier at the `n`-th consecutive decision-made step (reference
+/// `ComputeRateChange`: ⌊(n+1)/2⌋^1.2 with integer halving): 1, 1, 2.30, 2.30, 3.74, …
+pub fn amplifier(n: u32, exponent: f64) -> f64 {
+    f64::from(n.saturating_add(1) / 2).max(1.0).powf(exponent)
+}
+
+/// NSDI'18 §3 step with the reference's bound: the change (Mbit/s, ≥ 0) for gradient
+/// magnitude `gamma` at rate `r_mbps`, amplifier `m` and bound index `k`. Returns the
+/// change and the next k (k + 1 if clipped, else k − 1 down to 0).
+pub fn step(r_mbps: f64, gamma: f64, m: f64, k: u32, cfg: &VivaceConfig) -> (f64, u32) {
+    let change = cfg.theta * gamma.abs() * m; // Δ = m·θ·γ
+    let bound = r_mbps * (cfg.omega0 + cfg.omega_step * f64::from(k)); // dynamic bound ω·r
+    let (change, k) = if change > bound {
+        (bound, k + 1)
+    } else {
+        (change, k.saturating_sub(1))
+    };
+    (change.max(cfg.min_change_mbps), k)
+}
+
+/// Least-squares fit of y over t from running sums (t relative to the MI start).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Regression {
     n: f64,
@@ -211,6 +290,7 @@ struct Regression {
     sy: f64,
     stt: f64,
     sty: f64,
+    syy: f64,
 }
 
 impl Regression {
@@ -220,6 +300,7 @@ impl Regression {
         self.sy += y;
         self.stt += t * t;
         self.sty += t * y;
+        self.syy += y * y;
     }
 
     fn slope(&self) -> f64 {
@@ -229,24 +310,34 @@ impl Regression {
         }
         (self.n * self.sty - self.st * self.sy) / den
     }
-}
 
-/// What an MI is for.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Purpose {
-    /// Slow start: compare with the previous MI.
-    SlowStart,
-    /// Probe `pair`, at r(1+ε) (`up`) or r(1−ε).
-    Probe { pair: u32, up: bool },
-    /// Sent while waiting for results; not evaluated.
-    Filler,
+    fn mean(&self) -> f64 {
+        if self.n == 0.0 {
+            0.0
+        } else {
+            self.sy / self.n
+        }
+    }
+
+    /// Standard deviation of y over its mean (difference 3: the reference's effective
+    /// "regression error").
+    fn relative_deviation(&self) -> f64 {
+        let mean = self.mean();
+        if self.n < 2.0 || mean <= 0.0 {
+            return 0.0;
+        }
+        let var = (self.syy / self.n - mean * mean).max(0.0);
+        var.sqrt() / mean
+    }
 }
 
 /// One monitor interval.
 #[derive(Clone, Debug)]
 struct Mi {
-    epoch: u64,
-    purpose: Purpose,
+    /// `Some(offset)` for a useful MI (its rate is r·(1 + offset)), `None` for a filler.
+    useful: Option<f64>,
+    /// Sent during slow start (the 1 ms rise tolerance applies).
+    starting: bool,
     /// Target rate, bytes/s.
     rate: f64,
     start: Time,
@@ -264,13 +355,22 @@ impl Mi {
         self.sent_end.is_some_and(|e| resolved >= e)
     }
 
-    /// Sending rate x over the MI, Mbit/s.
+    fn contains(&self, packet: u64) -> bool {
+        packet >= self.sent_start && self.sent_end.is_none_or(|e| packet < e)
+    }
+
+    fn duration_s(&self) -> f64 {
+        self.end
+            .map_or(0.0, |e| e.saturating_since(self.start).as_secs_f64())
+    }
+
+    /// Achieved sending rate x over the MI, Mbit/s.
     fn x_mbps(&self, mss: u32) -> f64 {
-        let (Some(end), Some(sent_end)) = (self.end, self.sent_end) else {
+        let Some(sent_end) = self.sent_end else {
             return 0.0;
         };
-        let secs = end.saturating_since(self.start).as_secs_f64().max(1e-6);
-        (sent_end - self.sent_start) as f64 * f64::from(mss) * 8.0 / secs / BITS_PER_MBIT
+        let bits = (sent_end - self.sent_start) as f64 * f64::from(mss) * 8.0;
+        bits / self.duration_s().max(1e-6) / BITS_PER_MBIT
     }
 
     fn loss(&self) -> f64 {
@@ -286,13 +386,16 @@ impl Mi {
 /// Vivace's phase; every change goes through [`Vivace::transition`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Phase {
-    /// Rate doubles every MI; `best` = (rate, utility) of the last evaluated MI.
-    SlowStart { best: Option<(f64, f64)> },
-    /// A probing round: the rates still to be sent and the utilities received
-    /// (`(x, u)` per pair and side).
-    Probing {
-        plan: VecDeque<(u32, bool)>,
-        results: Vec<[Option<(f64, f64)>; 2]>,
+    /// Rate doubles after every improving MI; `last` = the last MI's utility.
+    SlowStart { last: f64 },
+    /// A probing round: the offsets (±ε) of the useful MIs still to send.
+    Probing { plan: VecDeque<f64>, rounds: u32 },
+    /// Stepping in `direction` (±1); `rounds` consecutive steps; `last` = (target rate
+    /// in Mbit/s, utility) of the MI the next one is compared with.
+    DecisionMade {
+        direction: f64,
+        rounds: u32,
+        last: (f64, f64),
     },
 }
 
@@ -301,6 +404,73 @@ impl Phase {
         match self {
             Phase::SlowStart { .. } => "slow_start",
             Phase::Probing { .. } => "probing",
+            Phase::DecisionMade { .. } => "decision_made",
+        }
+    }
+
+    /// Useful MIs per round: 2·pairs in probing, else 1.
+    fn useful_mis(&self, pairs: u32) -> usize {
+        match self {
+            Phase::Probing { .. } => 2 * pairs as usize,
+            _ => 1,
+        }
+    }
+}
+
+/// The RTT-trend filter (reference `ProcessRttTrend`): running statistics of the slope
+/// of the mean RTTs (µs) of the last few MIs.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Trend {
+    history: VecDeque<f64>,
+    /// `None` until the first full window (or after a reset).
+    stats: Option<TrendStats>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct TrendStats {
+    avg: f64,
+    dev: f64,
+    min: f64,
+    last: f64,
+}
+
+impl Trend {
+    /// Record an MI's mean RTT (µs); true when the RTT trend is abnormally rising.
+    fn inflated(&mut self, mean_rtt_us: f64, window: usize) -> bool {
+        self.history.push_back(mean_rtt_us);
+        while self.history.len() > window {
+            self.history.pop_front();
+        }
+        if self.history.len() < window {
+            return false;
+        }
+        let mut reg = Regression::default();
+        for (i, y) in self.history.iter().enumerate() {
+            reg.add(i as f64, *y);
+        }
+        let g = reg.slope();
+        match &mut self.stats {
+            Some(s) if s.min >= 1e-6 && g.abs() >= s.min / TREND_RESET => {
+                let mut inflated = false;
+                if (g - s.avg).abs() > TREND_GAIN * s.dev {
+                    inflated = g > 0.0;
+                } else {
+                    s.dev = (1.0 - TREND_ALPHA) * s.dev + TREND_ALPHA * (g - s.last).abs();
+                    s.avg = (1.0 - TREND_ALPHA) * s.avg + TREND_ALPHA * g;
+                    s.last = g;
+                }
+                s.min = s.min.min(g.abs());
+                inflated
+            }
+            _ => {
+                self.stats = Some(TrendStats {
+                    avg: 0.0,
+                    dev: g.abs(),
+                    min: g.abs(),
+                    last: g,
+                });
+                false
+            }
         }
     }
 }
@@ -310,17 +480,15 @@ impl Phase {
 pub struct Vivace {
     config: VivaceConfig,
     phase: Phase,
-    /// The base rate r, bytes/s.
+    /// The base (central) rate r, bytes/s.
     rate: f64,
     /// MIs not yet evaluated, oldest first; the last one is open.
     mis: VecDeque<Mi>,
-    /// MIs of an older epoch are dropped unevaluated (a phase change or an RTO).
-    epoch: u64,
-    /// Confidence amplifier m and the direction of the last step.
-    amplifier: u32,
-    last_direction: f64,
-    /// Consecutive steps that hit the change bound (k).
-    bound_hits: u32,
+    /// Bound index k of the dynamic change boundary.
+    bound_k: u32,
+    /// Smallest RTT seen (the MI length).
+    min_rtt: Option<Dur>,
+    trend: Trend,
     rng: u64,
     steps: u64,
 }
@@ -350,43 +518,26 @@ fn resolved_count(sock: &Sock) -> u64 {
     sock.delivered + sock.lost
 }
 
-/// NSDI'18 §3: the mean over the pairs of γ = (u⁺ − u⁻)/(x⁺ − x⁻), once every pair has
-/// both utilities (`[low, high]` as `(x, u)`).
-fn gradient(results: &[[Option<(f64, f64)>; 2]]) -> Option<f64> {
-    let mut sum = 0.0;
-    for r in results {
-        let ((x_lo, u_lo), (x_hi, u_hi)) = (r[0]?, r[1]?);
-        if (x_hi - x_lo).abs() > 1e-9 {
-            sum += (u_hi - u_lo) / (x_hi - x_lo);
-        }
-    }
-    Some(sum / results.len().max(1) as f64)
-}
-
-/// NSDI'18 §3: one step from gradient `gamma` (utility per Mbit/s) at rate `r_mbps`,
-/// with amplifier `m` and bound ω = ω₀ + k·δ_ω. Returns (new rate, whether the bound
-/// was hit).
-pub fn step(r_mbps: f64, gamma: f64, m: u32, k: u32, cfg: &VivaceConfig) -> (f64, bool) {
-    let change = f64::from(m) * cfg.theta0 * gamma; // Δr = m·θ₀·γ
-    let omega = cfg.omega0 + f64::from(k) * cfg.omega_step; // dynamic change boundary
-    let bound = omega * r_mbps;
-    if change.abs() > bound {
-        (r_mbps + bound * change.signum(), true)
+/// A probing pair's vote (reference `CanMakeDecision`): true for "increase" when the
+/// side with the higher utility has the higher rate (ties vote for the first MI's
+/// opposite side, as in the reference).
+fn votes_increase(a: (f64, f64), b: (f64, f64)) -> bool {
+    if a.1 > b.1 {
+        a.0 > b.0
     } else {
-        (r_mbps + change, false)
+        a.0 < b.0
     }
 }
 
 impl Vivace {
     pub fn new(config: VivaceConfig) -> Self {
         Vivace {
-            phase: Phase::SlowStart { best: None },
+            phase: Phase::SlowStart { last: 0.0 },
             rate: 0.0,
             mis: VecDeque::new(),
-            epoch: 0,
-            amplifier: 0,
-            last_direction: 0.0,
-            bound_hits: 0,
+            bound_k: 0,
+            min_rtt: None,
+            trend: Trend::default(),
             rng: config.seed,
             steps: 0,
             config,
@@ -410,37 +561,41 @@ impl Vivace {
         mbps * BITS_PER_MBIT / 8.0
     }
 
-    /// Every phase change goes through here; MIs of the old phase are dropped.
+    /// Every phase change goes through here.
     fn transition(&mut self, to: Phase) {
         debug_assert!(
             matches!(
                 (&self.phase, &to),
-                (Phase::SlowStart { .. }, Phase::Probing { .. })
-                    | (Phase::Probing { .. }, Phase::Probing { .. })
-                    | (_, Phase::SlowStart { .. })
+                (_, Phase::Probing { .. })
+                    | (Phase::Probing { .. }, Phase::DecisionMade { .. })
+                    | (Phase::DecisionMade { .. }, Phase::DecisionMade { .. })
+                    | (Phase::Probing { .. }, Phase::SlowStart { .. })
+                    | (Phase::SlowStart { .. }, Phase::SlowStart { .. })
             ),
             "illegal Vivace transition {} -> {}",
             self.phase.name(),
             to.name()
         );
-        self.epoch += 1;
         self.phase = to;
     }
 
-    /// A new probing round around r with a random order within each pair.
-    fn start_probing(&mut self) {
+    /// A new probing round around r (NSDI'18 §3; reference `MaybeSetSendingRate`): each
+    /// pair sends r(1+ε) and r(1−ε) in random order.
+    fn start_probing(&mut self, rounds: u32) {
+        let eps = self.config.epsilon;
         let mut plan = VecDeque::new();
-        for pair in 0..self.config.probe_pairs {
+        for _ in 0..self.config.probe_pairs {
             let up_first = next_random(&mut self.rng) & 1 == 1;
-            plan.push_back((pair, up_first));
-            plan.push_back((pair, !up_first));
+            let first = if up_first { eps } else { -eps };
+            plan.push_back(first);
+            plan.push_back(-first);
         }
-        let results = vec![[None, None]; self.config.probe_pairs as usize];
-        self.transition(Phase::Probing { plan, results });
+        self.transition(Phase::Probing { plan, rounds });
     }
 
     /// `cong_control`: the per-ACK recipe.
     fn on_ack(&mut self, sock: &mut Sock, rs: &RateSample) {
+        self.update_rtt(rs);
         self.attribute_ack(sock, rs);
         self.evaluate_completed(sock);
         self.rotate_mi(sock);
@@ -448,91 +603,236 @@ impl Vivace {
         self.set_cwnd(sock);
     }
 
-    /// Difference 2: credit this ACK to the MI holding the first packet it resolves.
-    fn attribute_ack(&mut self, sock: &Sock, rs: &RateSample) {
-        let resolved = resolved_count(sock);
-        let newly = u64::from(rs.acked_sacked) + u64::from(rs.losses);
-        let first = resolved.saturating_sub(newly);
-        let Some(mi) = self
-            .mis
-            .iter_mut()
-            .find(|m| first >= m.sent_start && m.sent_end.is_none_or(|e| first < e))
-        else {
+    /// Track the min RTT; at the first sample, scale the initial rate to the path's
+    /// RTT (reference `OnCongestionEvent`: r·100 ms/RTT when the RTT is shorter).
+    fn update_rtt(&mut self, rs: &RateSample) {
+        let Some(rtt) = rs.rtt.filter(|r| !r.is_zero()) else {
             return;
         };
-        mi.delivered += u64::from(rs.acked_sacked);
-        mi.lost += u64::from(rs.losses);
-        if let Some(rtt) = rs.rtt {
-            mi.rtts.add(sock.now.as_secs_f64(), rtt.as_secs_f64());
+        if self.min_rtt.is_none() && rtt < RTT_UNKNOWN {
+            self.rate *= RTT_UNKNOWN.as_secs_f64() / rtt.as_secs_f64();
         }
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
     }
 
-    /// Evaluate MIs whose packets are all resolved, oldest first.
-    fn evaluate_completed(&mut self, sock: &Sock) {
+    /// Difference 2: split this ACK's newly resolved packets over the MIs holding them
+    /// (losses first) and give its RTT sample to the MI of the last one.
+    fn attribute_ack(&mut self, sock: &Sock, rs: &RateSample) {
         let resolved = resolved_count(sock);
-        while self.mis.front().is_some_and(|m| m.complete(resolved)) {
-            let mi = self.mis.pop_front().expect("checked non-empty");
-            if mi.epoch != self.epoch {
+        let lost = u64::from(rs.losses);
+        let newly = u64::from(rs.acked_sacked) + lost;
+        let first = resolved.saturating_sub(newly);
+        for mi in self.mis.iter_mut() {
+            let end = mi.sent_end.unwrap_or(u64::MAX);
+            let (lo, hi) = (first.max(mi.sent_start), resolved.min(end));
+            if lo >= hi {
                 continue;
             }
-            let x = mi.x_mbps(sock.mss);
-            let u = utility(x, mi.rtts.slope(), mi.loss(), &self.config);
-            self.on_utility(&mi, x, u);
+            let lost_here = (first + lost).clamp(lo, hi) - lo;
+            mi.lost += lost_here;
+            mi.delivered += hi - lo - lost_here;
+        }
+        let Some(rtt) = rs.rtt.filter(|_| rs.acked_sacked > 0) else {
+            return;
+        };
+        let last = resolved.saturating_sub(1);
+        if let Some(mi) = self.mis.iter_mut().find(|m| m.contains(last)) {
+            // The sample's x is its packet's send time (reference: packet number times
+            // the MI's packet spacing), relative to the MI start.
+            let sent = sock.now.as_secs_f64() - rtt.as_secs_f64() - mi.start.as_secs_f64();
+            mi.rtts.add(sent, rtt.as_secs_f64());
         }
     }
 
-    /// React to one MI's utility.
-    fn on_utility(&mut self, mi: &Mi, x: f64, u: f64) {
-        match (&mut self.phase, mi.purpose) {
-            (Phase::SlowStart { best }, Purpose::SlowStart) => match *best {
-                // NSDI'18 §3: leave slow start when utility falls; back to the better rate.
-                Some((rate, u_prev)) if u < u_prev => {
-                    self.rate = rate;
-                    self.start_probing();
-                }
-                _ => *best = Some((mi.rate, u)),
-            },
-            (Phase::Probing { results, .. }, Purpose::Probe { pair, up }) => {
-                results[pair as usize][usize::from(up)] = Some((x, u));
-                if let Some(gamma) = gradient(results) {
-                    self.apply_gradient(gamma);
-                    self.start_probing();
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Confidence amplifier, dynamic change boundary, and the step itself.
-    fn apply_gradient(&mut self, gamma: f64) {
-        let direction = gamma.signum();
-        if direction == 0.0 {
+    /// Reference `OnCongestionEvent` of the MI queue: once every useful MI is complete,
+    /// compute their utilities in order and act on them together.
+    fn evaluate_completed(&mut self, sock: &Sock) {
+        let resolved = resolved_count(sock);
+        let expected = self.phase.useful_mis(self.config.probe_pairs);
+        let useful: Vec<&Mi> = self.mis.iter().filter(|m| m.useful.is_some()).collect();
+        if useful.len() < expected || !useful.iter().all(|m| m.complete(resolved)) {
             return;
         }
-        if direction == self.last_direction {
-            self.amplifier += 1;
-        } else {
-            self.amplifier = 1;
-            self.bound_hits = 0;
+        let min_samples = f64::from(self.config.min_mi_rtt_samples);
+        let mis: Vec<Mi> = useful.into_iter().cloned().collect();
+        debug_assert!(mis.iter().all(|m| m.rtts.n >= min_samples));
+        let results: Vec<(f64, f64)> = mis
+            .iter()
+            .map(|mi| {
+                let g = self.filtered_gradient(mi);
+                let x = mi.x_mbps(sock.mss);
+                (Self::mbps(mi.rate), utility(x, g, mi.loss(), &self.config))
+            })
+            .collect();
+        // Reference: the queue drops everything up to the last useful MI.
+        self.mis.retain(|m| m.end.is_none());
+        self.on_utilities(&results);
+    }
+
+    /// The RTT gradient as the utility uses it (reference `PrepareStatistics` and
+    /// `CalculateUtilityProportional`): the MI's slope, kept only if it exceeds the
+    /// MI's relative RTT deviation or the RTT trend is abnormally rising; 0 if negative,
+    /// and in slow start 0 if the rise over the MI is below 1 ms.
+    fn filtered_gradient(&mut self, mi: &Mi) -> f64 {
+        if mi.rtts.n < 2.0 {
+            return 0.0;
         }
-        self.last_direction = direction;
+        let slope = mi.rtts.slope();
+        let mut counts = mi.rtts.relative_deviation() < slope.abs();
+        let window = self.config.trend_mis as usize;
+        if self.trend.inflated(mi.rtts.mean() * 1e6, window) {
+            counts = true;
+        }
+        if !counts || slope < 0.0 {
+            return 0.0;
+        }
+        if mi.starting && slope * mi.duration_s() < STARTING_RTT_RISE_S {
+            return 0.0;
+        }
+        slope
+    }
+
+    /// React to the utilities of one round's useful MIs, `(target Mbit/s, u)` in order.
+    fn on_utilities(&mut self, results: &[(f64, f64)]) {
+        match self.phase.clone() {
+            Phase::SlowStart { last } => {
+                let u = results[0].1;
+                if u > last {
+                    // NSDI'18 §3: double while the utility grows.
+                    self.rate *= 2.0;
+                    self.transition(Phase::SlowStart { last: u });
+                } else {
+                    // Back to the last improving rate, then probe.
+                    self.rate /= 2.0;
+                    self.start_probing(1);
+                }
+            }
+            Phase::Probing { rounds, .. } => self.on_probing_results(results, rounds),
+            Phase::DecisionMade {
+                direction,
+                rounds,
+                last,
+            } => {
+                let (x, u) = results[0];
+                // Keep going while the utility moved with the rate in `direction`.
+                if (u - last.1) * (x - last.0) * direction > 0.0 {
+                    let rounds = rounds + 1;
+                    let m = amplifier(rounds, self.config.amplifier_exponent);
+                    let gamma = Self::gradient_between((x, u), last);
+                    self.apply_step(direction, gamma, m);
+                    if self.floor_reached() {
+                        self.start_probing(1);
+                    } else {
+                        self.transition(Phase::DecisionMade {
+                            direction,
+                            rounds,
+                            last: (x, u),
+                        });
+                    }
+                } else {
+                    // Step back once (m = 1), then probe again.
+                    let gamma = Self::gradient_between((x, u), last);
+                    self.apply_step(-direction, gamma, 1.0);
+                    self.floor_reached();
+                    self.start_probing(1);
+                }
+            }
+        }
+    }
+
+    /// Reference `CanMakeDecision`, `SetRateChangeDirection`, `EnterDecisionMade`.
+    fn on_probing_results(&mut self, results: &[(f64, f64)], rounds: u32) {
+        let pairs: Vec<((f64, f64), (f64, f64))> =
+            results.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+        let n = pairs.len();
+        let up = pairs.iter().filter(|(a, b)| votes_increase(*a, *b)).count();
+        let down = n - up;
+        // Increase on a majority, decrease only when unanimous.
+        if up > n / 2 || down == n {
+            let direction = if up > down { 1.0 } else { -1.0 };
+            let agrees = |a, b| votes_increase(a, b) == (direction > 0.0);
+            let mut last = (0.0, 0.0);
+            let mut du = 0.0;
+            for &(a, b) in &pairs {
+                if agrees(a, b) {
+                    last = if a.1 > b.1 { a } else { b };
+                    du += (a.1 - b.1).abs();
+                }
+            }
+            let dx = (pairs[0].0 .0 - pairs[0].1 .0).abs();
+            let gamma = if dx > 1e-9 { du / n as f64 / dx } else { 0.0 };
+            // Move to the better probe rate, then take the first step (m = 1, k = 0).
+            self.rate *= 1.0 + direction * self.config.epsilon;
+            self.bound_k = 0;
+            self.apply_step(direction, gamma, 1.0);
+            if self.floor_reached() {
+                self.start_probing(1);
+            } else {
+                self.transition(Phase::DecisionMade {
+                    direction,
+                    rounds: 1,
+                    last,
+                });
+            }
+        } else {
+            // No decision: probe again around the same r; at the floor, slow start.
+            let floor = Self::bytes_per_s(self.config.min_rate_mbps);
+            if self.rate <= floor {
+                self.rate = floor;
+                self.bound_k = 0;
+                self.transition(Phase::SlowStart { last: 0.0 });
+            } else {
+                self.start_probing(rounds + 1);
+            }
+        }
+    }
+
+    /// |Δu/Δx| between two (rate, utility) points.
+    fn gradient_between(a: (f64, f64), b: (f64, f64)) -> f64 {
+        let dx = (a.0 - b.0).abs();
+        if dx > 1e-9 {
+            (a.1 - b.1).abs() / dx
+        } else {
+            0.0
+        }
+    }
+
+    /// r moves by one bounded, amplified step in `direction`.
+    fn apply_step(&mut self, direction: f64, gamma: f64, m: f64) {
         let r = Self::mbps(self.rate);
-        let (next, hit) = step(r, gamma, self.amplifier, self.bound_hits, &self.config);
-        self.bound_hits = if hit { self.bound_hits + 1 } else { 0 };
-        self.rate = Self::bytes_per_s(next.max(self.config.min_rate_mbps));
+        let (change, k) = step(r, gamma, m, self.bound_k, &self.config);
+        self.bound_k = k;
+        self.rate = Self::bytes_per_s(r + direction * change);
         self.steps += 1;
     }
 
-    /// Close the open MI when its time is up and open the next.
+    /// Clamp r to the floor; true (and the bound reset) if it was below.
+    fn floor_reached(&mut self) -> bool {
+        let floor = Self::bytes_per_s(self.config.min_rate_mbps);
+        if self.rate < floor {
+            self.rate = floor;
+            self.bound_k = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Reference `CreateNewInterval`: close the open MI and open the next when due.
     fn rotate_mi(&mut self, sock: &Sock) {
-        let due = match self.mis.back() {
-            None => true,
-            // An MI ends once its time is up and it holds at least one packet (a probe
-            // MI without packets would never complete and stall its round).
-            Some(mi) => {
-                mi.end.is_none()
-                    && sock.now >= mi.start + self.mi_length(sock, mi.rate)
-                    && sent_count(sock) > mi.sent_start
+        let useful = self.mis.iter().filter(|m| m.useful.is_some()).count();
+        let due = match (self.mis.back(), self.min_rtt) {
+            (None, _) => true,
+            // No new MI before the first RTT sample.
+            (Some(_), None) => false,
+            // No useful MI outstanding: start one.
+            (Some(_), Some(_)) if useful == 0 => true,
+            // A filler lasts until the useful MIs are evaluated.
+            (Some(mi), _) if mi.useful.is_none() => false,
+            // A useful MI lasts min RTT and until 4 of its packets have RTT samples.
+            (Some(mi), Some(min_rtt)) => {
+                mi.rtts.n >= f64::from(self.config.min_mi_rtt_samples)
+                    && sock.now >= mi.start + min_rtt
             }
         };
         if !due {
@@ -543,11 +843,19 @@ impl Vivace {
             mi.end = Some(sock.now);
             mi.sent_end = Some(sent);
         }
-        let (purpose, rate) = self.next_mi();
+        let offset =
+            if self.min_rtt.is_some() && useful < self.phase.useful_mis(self.config.probe_pairs) {
+                Some(match &mut self.phase {
+                    Phase::Probing { plan, .. } => plan.pop_front().unwrap_or(0.0),
+                    _ => 0.0,
+                })
+            } else {
+                None
+            };
         self.mis.push_back(Mi {
-            epoch: self.epoch,
-            purpose,
-            rate,
+            useful: offset,
+            starting: matches!(self.phase, Phase::SlowStart { .. }),
+            rate: self.rate * (1.0 + offset.unwrap_or(0.0)),
             start: sock.now,
             end: None,
             sent_start: sent,
@@ -556,44 +864,6 @@ impl Vivace {
             lost: 0,
             rtts: Regression::default(),
         });
-    }
-
-    /// The purpose and rate of the next MI.
-    fn next_mi(&mut self) -> (Purpose, f64) {
-        let eps = self.config.epsilon;
-        match &mut self.phase {
-            Phase::SlowStart { .. } => {
-                // NSDI'18 §3: the rate doubles every MI.
-                let last = self
-                    .mis
-                    .iter()
-                    .rev()
-                    .find(|m| m.epoch == self.epoch)
-                    .map(|m| m.rate);
-                let rate = last.map_or(self.rate, |r| 2.0 * r);
-                self.rate = rate;
-                (Purpose::SlowStart, rate)
-            }
-            Phase::Probing { plan, .. } => match plan.pop_front() {
-                // NSDI'18 §3: probe at r(1+ε) and r(1−ε).
-                Some((pair, up)) => {
-                    let f = if up { 1.0 + eps } else { 1.0 - eps };
-                    (Purpose::Probe { pair, up }, self.rate * f)
-                }
-                None => (Purpose::Filler, self.rate),
-            },
-        }
-    }
-
-    fn mi_length(&self, sock: &Sock, rate: f64) -> Dur {
-        let rtt = if sock.srtt.is_zero() {
-            RTT_UNKNOWN
-        } else {
-            sock.srtt
-        };
-        let packets = f64::from(self.config.min_mi_packets) * f64::from(sock.mss);
-        let min = Dur::from_secs_f64(packets / rate.max(1.0));
-        rtt.max(min)
     }
 
     /// The open MI's rate.
@@ -605,13 +875,9 @@ impl Vivace {
         sock.pacing_rate = (self.current_rate() as u64).clamp(1, sock.max_pacing_rate.max(1));
     }
 
-    /// Difference 1: cwnd = max(4, cwnd_gain·rate·srtt).
+    /// Difference 1: cwnd = max(4, cwnd_gain·rate·min RTT).
     fn set_cwnd(&self, sock: &mut Sock) {
-        let rtt = if sock.srtt.is_zero() {
-            RTT_UNKNOWN
-        } else {
-            sock.srtt
-        };
+        let rtt = self.min_rtt.unwrap_or(RTT_UNKNOWN);
         let bytes =
             self.config.cwnd_gain * self.current_rate() * rtt.as_ns() as f64 / NS_PER_S as f64;
         let packets = (bytes / f64::from(sock.mss.max(1))).ceil();
@@ -650,15 +916,13 @@ impl CongestionControl for Vivace {
         true
     }
 
-    /// Difference 7: an RTO halves the rate and restarts probing.
+    /// Difference 5: an RTO halves the rate and restarts probing.
     fn set_state(&mut self, sock: &mut Sock, new_state: CaState) {
         if new_state == CaState::Loss && sock.ca_state != CaState::Loss {
-            let floor = Self::bytes_per_s(self.config.min_rate_mbps);
-            self.rate = (self.rate / 2.0).max(floor);
-            self.amplifier = 0;
-            self.bound_hits = 0;
-            self.last_direction = 0.0;
-            self.start_probing();
+            self.rate /= 2.0;
+            self.floor_reached();
+            self.bound_k = 0;
+            self.start_probing(1);
             self.mis.clear();
             self.rotate_mi(sock);
             self.set_pacing_rate(sock);
@@ -694,81 +958,146 @@ mod tests {
         // RTT rising 2 ms per 100 ms (0.02): −900·10·0.02 = −180.
         let u = utility(10.0, 0.02, 0.0, &cfg);
         assert!((u - (7.943_282 - 180.0)).abs() < 1e-6, "{u}");
-        // A slope of 0.005 is below the tolerance and ignored.
-        assert_eq!(
-            utility(10.0, 0.005, 0.0, &cfg),
-            utility(10.0, 0.0, 0.0, &cfg)
-        );
         // 1 % loss: −11.35·10·0.01 = −1.135.
         let u = utility(10.0, 0.0, 0.01, &cfg);
         assert!((u - (7.943_282 - 1.135)).abs() < 1e-6, "{u}");
     }
 
     #[test]
-    fn step_is_amplified_and_bounded() {
-        let cfg = VivaceConfig::default();
-        // γ = 0.2 at 10 Mbit/s, m = 1: Δ = 0.2 ≤ ω₀·r = 0.5.
-        assert_eq!(step(10.0, 0.2, 1, 0, &cfg), (10.2, false));
-        // m = 3: Δ = 0.6 > 0.5 → bounded to +0.5.
-        let (r, hit) = step(10.0, 0.2, 3, 0, &cfg);
-        assert!((r - 10.5).abs() < 1e-12 && hit);
-        // After one bounded step ω = 0.15: Δ = 0.6 ≤ 1.5.
-        let (r, hit) = step(10.0, 0.2, 3, 1, &cfg);
-        assert!((r - 10.6).abs() < 1e-12 && !hit);
-        // Downward: γ = −4 → bounded to −0.5.
-        let (r, _) = step(10.0, -4.0, 1, 0, &cfg);
-        assert!((r - 9.5).abs() < 1e-12);
+    fn amplifier_sequence_is_the_references() {
+        // ⌊(n+1)/2⌋^1.2 for n = 1, 2, 3, …: 1, 1, 2^1.2, 2^1.2, 3^1.2.
+        let m: Vec<f64> = (1..=5).map(|n| amplifier(n, 1.2)).collect();
+        let want = [1.0, 1.0, 2.297_397, 2.297_397, 3.737_192];
+        for (a, b) in m.iter().zip(want) {
+            assert!((a - b).abs() < 1e-5, "{m:?}");
+        }
     }
 
     #[test]
-    fn regression_slope() {
+    fn step_is_bounded_and_the_bound_moves() {
+        let cfg = VivaceConfig::default();
+        // γ = 0.2 at 10 Mbit/s, m = 1: θ·γ = 0.22 < bound 0.5, but the step is at least
+        // 0.5 Mbit/s.
+        let (d, k) = step(10.0, 0.2, 1.0, 0, &cfg);
+        assert!((d - 0.5).abs() < 1e-12 && k == 0, "{d} {k}");
+        // At 40 Mbit/s: 0.22 < 2.0, unclipped but raised to the 0.5 floor.
+        let (d, _) = step(40.0, 0.2, 1.0, 0, &cfg);
+        assert_eq!(d, 0.5);
+        // γ = 2 at 20 Mbit/s: 2.2 > 1.0 → clipped to 1.0, k → 1.
+        let (d, k) = step(20.0, 2.0, 1.0, 0, &cfg);
+        assert!((d - 1.0).abs() < 1e-12 && k == 1);
+        // With k = 1 the bound is 10 % = 2.0: 2.2 clipped again, k → 2.
+        let (d, k) = step(20.0, 2.0, 1.0, 1, &cfg);
+        assert!((d - 2.0).abs() < 1e-12 && k == 2);
+        // With k = 2 (15 % = 3.0) the step fits and k falls back to 1.
+        let (d, k) = step(20.0, 2.0, 1.0, 2, &cfg);
+        assert!((d - 2.0 * cfg.theta).abs() < 1e-12 && k == 1);
+    }
+
+    #[test]
+    fn regression_slope_and_deviation() {
         let mut r = Regression::default();
         for i in 0..10 {
             let t = f64::from(i) * 0.01;
             r.add(t, 0.02 + 0.5 * t);
         }
         assert!((r.slope() - 0.5).abs() < 1e-9);
+        let mut flat = Regression::default();
+        for y in [0.04, 0.042, 0.04, 0.042] {
+            flat.add(0.0, y);
+        }
+        // Mean 41 ms, deviation 1 ms.
+        assert!((flat.relative_deviation() - 1.0 / 41.0).abs() < 1e-9);
     }
 
     #[test]
-    fn amplifier_counts_same_direction_steps() {
+    fn probing_votes_need_a_majority_up_or_all_down() {
         let mut v = Vivace {
             rate: Vivace::bytes_per_s(10.0),
             ..Vivace::default()
         };
-        v.apply_gradient(0.1);
-        v.apply_gradient(0.1);
-        assert_eq!(v.amplifier, 2);
-        // 10 + 0.1 = 10.1; then 2·0.1 = 0.2 → 10.3.
-        assert!((Vivace::mbps(v.rate) - 10.3).abs() < 1e-9);
-        v.apply_gradient(-0.1);
-        assert_eq!(v.amplifier, 1);
-        assert!((Vivace::mbps(v.rate) - 10.2).abs() < 1e-9);
+        v.start_probing(1);
+        // Two pairs favour the higher rate, one the lower: increase.
+        let res = [
+            (10.5, 9.0),
+            (9.5, 8.0),
+            (9.5, 8.5),
+            (10.5, 8.4),
+            (10.5, 9.2),
+            (9.5, 8.0),
+        ];
+        v.on_utilities(&res);
+        assert!(matches!(v.phase, Phase::DecisionMade { direction, .. } if direction > 0.0));
+        // r = 10·1.05 = 10.5, then θ·γ with γ = (1 + 1.2)/3 per Mbit/s → 0.806, clipped
+        // to 5 % of 10.5.
+        assert!((Vivace::mbps(v.rate) - 10.5 * 1.05).abs() < 1e-9);
+        assert_eq!(v.bound_k, 1);
+        // Two of three favour the lower rate: no decision, probe again.
+        let mut v = Vivace {
+            rate: Vivace::bytes_per_s(10.0),
+            ..Vivace::default()
+        };
+        v.start_probing(1);
+        let res = [
+            (10.5, 8.0),
+            (9.5, 9.0),
+            (9.5, 8.5),
+            (10.5, 8.4),
+            (10.5, 9.2),
+            (9.5, 8.0),
+        ];
+        v.on_utilities(&res);
+        assert!(matches!(v.phase, Phase::Probing { rounds: 2, .. }));
+        assert_eq!(Vivace::mbps(v.rate), 10.0);
     }
 
     #[test]
-    fn probing_round_has_both_sides_of_each_pair_in_random_order() {
+    fn decision_made_steps_until_the_utility_turns() {
         let mut v = Vivace {
-            rate: 1000.0,
+            rate: Vivace::bytes_per_s(10.0),
+            phase: Phase::DecisionMade {
+                direction: 1.0,
+                rounds: 1,
+                last: (9.0, 5.0),
+            },
             ..Vivace::default()
         };
-        v.start_probing();
-        let mut rates = Vec::new();
-        for _ in 0..5 {
-            rates.push(v.next_mi());
+        // Rate 10 → utility 6: keep going, second step (m = 1).
+        v.on_utilities(&[(10.0, 6.0)]);
+        assert!(matches!(v.phase, Phase::DecisionMade { rounds: 2, .. }));
+        // γ = 1 → θ = 1.0995 > bound 0.5 → clipped to 0.5.
+        assert!((Vivace::mbps(v.rate) - 10.5).abs() < 1e-9);
+        // Worse at the higher rate: step back and probe.
+        v.on_utilities(&[(10.5, 5.9)]);
+        assert!(matches!(v.phase, Phase::Probing { rounds: 1, .. }));
+        assert!(Vivace::mbps(v.rate) < 10.5);
+    }
+
+    #[test]
+    fn probing_round_has_both_sides_of_each_pair() {
+        let mut v = Vivace::default();
+        v.start_probing(1);
+        let Phase::Probing { plan, .. } = &v.phase else {
+            panic!("probing")
+        };
+        assert_eq!(plan.len(), 6);
+        for pair in plan.iter().collect::<Vec<_>>().chunks(2) {
+            assert_eq!(pair[0] + pair[1], 0.0);
+            assert_eq!(pair[0].abs(), 0.05);
         }
-        let probes: Vec<_> = rates[..4].iter().map(|(p, r)| (*p, *r)).collect();
-        for pair in 0..2 {
-            let sides: Vec<f64> = probes
-                .iter()
-                .filter(|(p, _)| matches!(p, Purpose::Probe { pair: q, .. } if *q == pair))
-                .map(|(_, r)| *r)
-                .collect();
-            let mut sorted = sides.clone();
-            sorted.sort_by(f64::total_cmp);
-            assert_eq!(sorted, vec![950.0, 1050.0]);
+    }
+
+    #[test]
+    fn trend_flags_an_abnormal_rise() {
+        let mut t = Trend::default();
+        // A flat-ish RTT with small wiggles establishes the running statistics.
+        for i in 0..30 {
+            let wiggle = if i % 2 == 0 { 50.0 } else { -50.0 };
+            assert!(!t.inflated(40_000.0 + wiggle, 6), "step {i}");
         }
-        assert_eq!(rates[4], (Purpose::Filler, 1000.0));
+        // Then the mean RTT climbs by 2 ms per MI.
+        let flagged = (1..=6).any(|i| t.inflated(40_000.0 + 2_000.0 * f64::from(i), 6));
+        assert!(flagged);
     }
 
     #[test]
