@@ -756,7 +756,7 @@ mod tests {
     fn errors_name_the_file_and_key_path() {
         let cases: &[(&str, &str)] = &[
             ("duration_s = 10\ncolour = 1\n[downlink]\nrate_mbps = 1\n[[flows]]\nscheme = \"cubic\"\n", "exp.toml: colour: unknown field `colour`, expected one of `name`, `duration_s`"),
-            (&GOOD.replace("scheme = \"cubic\"", "scheme = \"cubc\""), "exp.toml: flows[0].scheme: unknown scheme \"cubc\"; expected one of: newreno, cubic, bbr"),
+            (&GOOD.replace("scheme = \"cubic\"", "scheme = \"cubc\""), "exp.toml: flows[0].scheme: unknown scheme \"cubc\"; did you mean \"cubic\"? expected one of: newreno, cubic, bbr"),
             (&format!("{GOOD}params = {{ hystrat = true }}\n"), "exp.toml: flows[0].params.hystrat: unknown field `hystrat`, expected one of `beta`"),
             (&format!("{GOOD}params = {{ hystart = \"yes\" }}\n"), "exp.toml: flows[0].params.hystart: invalid type: string \"yes\", expected a boolean"),
             (&GOOD.replace("delay_ms = 10", "delay_ms = -1"), "exp.toml: downlink.delay_ms: must be a number >= 0, got -1"),
