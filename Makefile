@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.cellcc-deps
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser test test-rust test-python demo bench lint check-cargo check-python clean
+.PHONY: help venv build browser test test-rust test-python demo bench bench-per-ack lint check-cargo check-python clean
 
 help:
 	@echo "make demo   build, then generate synthetic traces, compare all schemes, write demo-report/"
@@ -16,6 +16,7 @@ help:
 	@echo "make venv   create .venv with the pinned Python dependencies"
 	@echo "make build  compile the extension (release) into .venv"
 	@echo "make bench  run the simulator benchmark"
+	@echo "make bench-per-ack  CPU time per ACK of every scheme (PropRate Table 4)"
 	@echo "make lint   cargo fmt --check, clippy -D warnings, ruff"
 
 check-python:
@@ -64,6 +65,9 @@ demo: build
 
 bench: check-cargo
 	cargo run --release --locked -p cellcc-sim --bin cellcc-bench
+
+bench-per-ack: check-cargo
+	cargo run --release --locked -p cellcc-sim --bin cellcc-bench -- --per-ack --runs 11
 
 lint: $(DEPS_STAMP) check-cargo
 	cargo fmt --all --check

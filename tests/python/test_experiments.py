@@ -18,7 +18,13 @@ pytestmark = pytest.mark.usefixtures("native")
 def test_catalogue_lists_every_file():
     entries = catalogue.entries()
     ids = [e.id for e in entries]
-    assert {"c2tcp-jsac-table1", "c2tcp-ifip-table1", "proprate-fig10", "cesar-fig6"} <= set(ids)
+    assert {
+        "c2tcp-jsac-table1",
+        "c2tcp-ifip-table1",
+        "proprate-fig10",
+        "cesar-fig6",
+        "cesar-fig11",
+    } <= set(ids)
     result = cli.invoke(app, ["experiments", "list"])
     assert result.exit_code == 0, result.output
     for entry_id in ids:

@@ -10,10 +10,15 @@
 //! Usage: `cellcc-bench [TRACE_DIR] [--runs N] [--scheme NAME]...` (default: cubic and
 //! bbr). TRACE_DIR defaults to the shared
 //! Mahimahi trace folder next to the project; without it the bench says so and exits 2.
+//!
+//! `cellcc-bench --per-ack [--trace] [TRACE_DIR] [--runs N] [--scheme NAME]...`
+//! (`make bench-per-ack`): the per-ACK CPU cost of every registered scheme (PropRate,
+//! CoNEXT 2017, Table 4), see [`per_ack`].
 
 use std::path::PathBuf;
 use std::time::Instant;
 
+use cellcc_sim::schemes::SCHEMES;
 use cellcc_sim::Scenario;
 
 const TRACE: &str = "TMobile-LTE-short.down";
@@ -40,6 +45,22 @@ fn thread_cpu_secs() -> f64 {
     secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
+/// CPU time this thread has used, nanoseconds, from `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`
+/// (the scheduler's runtime, not rounded to microseconds as getrusage reports it).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the call only fills it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(
+        rc, 0,
+        "CLOCK_THREAD_CPUTIME_ID is supported on Linux since 2.6.12"
+    );
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn scenario_text(down: &str, up: Option<&str>, scheme: &str) -> String {
     let uplink = match up {
         Some(u) => format!("trace = \"{u}\""),
@@ -59,7 +80,12 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("--per-ack") {
+        args.next();
+        per_ack::main(args.collect());
+        return;
+    }
     let mut dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/traces/mahimahi"
@@ -150,5 +176,278 @@ fn main() {
     match peak_rss_kib() {
         Some(k) => println!("peak resident memory: {:.1} MiB", k as f64 / 1024.0),
         None => println!("peak resident memory: unavailable (no /proc/self/status)"),
+    }
+}
+
+/// `--per-ack`: what one ACK costs each algorithm in this implementation.
+///
+/// PropRate (CoNEXT 2017) §5.5, Table 4, measures the sender's CPU utilisation under iperf
+/// for each protocol on three CPUs and concludes that PropRate's footprint is comparable
+/// to CUBIC's while the forecast-based Sprout, Verus and PCC cost significantly more. A
+/// simulator has no sender CPU to sample, so this mode measures the thread CPU time of
+/// whole single-flow runs and divides it by the ACKs the sender processed
+/// (`Conservation::acks_delivered`). Everything a run does besides the congestion control
+/// (links, queues, the TCP model, metrics) is paid by every scheme; `fixed` (a constant
+/// window, no work per ACK) measures it, and a scheme's marginal cost is its ns/ACK minus
+/// `fixed`'s. Figures are medians over the runs; each scheme's runs come one after another
+/// in one process.
+mod per_ack {
+    use super::{median, thread_cpu_ns, Scenario, SCHEMES, TRACE, UPLINK_TRACE};
+    use std::path::PathBuf;
+
+    /// Runs per scheme unless `--runs` says otherwise.
+    const DEFAULT_RUNS: usize = 5;
+    /// The reference scheme: a constant window, so its per-ACK work is the TCP model's.
+    const REFERENCE: &str = "fixed";
+    /// `fixed`'s window, packets: above the BDP of both links (12 Mbit/s × 20 ms = 20
+    /// packets; the trace's ≈16.7 Mbit/s mean × 20 ms ≈ 28), so the reference keeps the
+    /// link busy and its ACK count matches the full-rate schemes'.
+    const FIXED_CWND: u32 = 100;
+    /// A second reference, reported but not subtracted: `fixed` paced at the link rate,
+    /// separating what pacing timers cost from what an algorithm's per-ACK work costs.
+    const PACED: &str = "fixed-paced";
+    /// The constant link (the default): 12 Mbit/s, 60 s.
+    const RATE_MBPS: f64 = 12.0;
+    const CONSTANT_DURATION_S: f64 = 60.0;
+    /// With `--trace`: the speed bench's trace and length.
+    const TRACE_DURATION_S: f64 = 140.0;
+
+    /// PropRate CoNEXT 2017 Table 4: sender CPU utilisation (%) under iperf, per protocol,
+    /// on an Intel i7-2600, a Xeon E5640 and a Core 2 Q9550; the scheme that stands for it
+    /// here (PCC is PCC Allegro in the paper; the nearest here is PCC Vivace).
+    const PAPER: &[(&str, &str, [f64; 3])] = &[
+        ("Sprout", "sprout", [2.4, 2.8, 3.5]),
+        ("LEDBAT", "ledbat", [0.1, 0.1, 3.0]),
+        ("PCC", "pcc-vivace", [12.7, 12.8, 25.4]),
+        ("Verus", "verus", [21.8, 22.6, 25.2]),
+        ("BBR", "bbr", [0.1, 0.1, 1.5]),
+        ("CUBIC", "cubic", [0.1, 0.1, 0.3]),
+        ("RRE", "", [0.1, 0.1, 0.3]),
+        ("PropRate", "proprate", [0.1, 0.1, 0.3]),
+    ];
+
+    fn usage_error(msg: &str) -> ! {
+        eprintln!("error: {msg}");
+        eprintln!(
+            "usage: cellcc-bench --per-ack [--trace] [TRACE_DIR] [--runs N] [--scheme NAME]..."
+        );
+        std::process::exit(2);
+    }
+
+    /// The capacity keys of each direction and the run length.
+    struct Links<'a> {
+        down: &'a str,
+        up: &'a str,
+        duration_s: f64,
+    }
+
+    fn scenario_text(links: &Links, scheme: &str) -> String {
+        let (scheme, params) = match scheme {
+            REFERENCE => (scheme, format!("params = {{ cwnd = {FIXED_CWND} }}\n")),
+            PACED => (
+                REFERENCE,
+                format!("params = {{ cwnd = {FIXED_CWND}, pacing_mbps = {RATE_MBPS:.1} }}\n"),
+            ),
+            _ => (scheme, String::new()),
+        };
+        format!(
+            "name = \"bench-per-ack-{scheme}\"\nduration_s = {:.1}\nseed = 1\n\
+             [downlink]\n{}\ndelay_ms = 10.0\nqueue = {{ kind = \"droptail\", packets = 2000 }}\n\
+             [uplink]\n{}\ndelay_ms = 10.0\n\
+             [[flows]]\nscheme = \"{scheme}\"\n{params}",
+            links.duration_s, links.down, links.up
+        )
+    }
+
+    /// One scheme's medians.
+    struct Row {
+        scheme: String,
+        acks: u64,
+        events_per_ack: f64,
+        mbps: f64,
+        cpu_ms: f64,
+        ns_per_ack: f64,
+    }
+
+    fn measure(scheme: &str, links: &Links, runs: usize) -> Row {
+        let text = scenario_text(links, scheme);
+        let sc = Scenario::parse(&text, "bench --per-ack", None).unwrap_or_else(|e| {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        });
+        let mut cpu = Vec::with_capacity(runs);
+        let mut per_ack = Vec::with_capacity(runs);
+        let mut acks = 0;
+        let mut events = 0;
+        let mut mbps = 0.0;
+        // One untimed run first: the first touch of the code and allocator is not the
+        // algorithm's cost, and the reference (measured first) would otherwise pay it.
+        cellcc_sim::run(&sc);
+        for run in 0..runs {
+            let c0 = thread_cpu_ns();
+            let out = cellcc_sim::run(&sc);
+            let ns = (thread_cpu_ns() - c0) as f64;
+            let n = out.conservation.acks_delivered;
+            // The simulator is deterministic: every run of a scenario processes the same ACKs.
+            assert!(
+                run == 0 || n == acks,
+                "{scheme}: ACK count changed between runs"
+            );
+            acks = n;
+            events = out.events;
+            mbps = out.summary.last().map_or(0.0, |r| r.throughput_mbps);
+            cpu.push(ns * 1e-6);
+            per_ack.push(ns / n.max(1) as f64);
+        }
+        Row {
+            scheme: scheme.to_string(),
+            acks,
+            events_per_ack: events as f64 / acks.max(1) as f64,
+            mbps,
+            cpu_ms: median(&mut cpu),
+            ns_per_ack: median(&mut per_ack),
+        }
+    }
+
+    pub(super) fn main(args: Vec<String>) {
+        let mut dir = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/traces/mahimahi"
+        ));
+        let mut runs = DEFAULT_RUNS;
+        let mut use_trace = false;
+        let mut schemes: Vec<String> = Vec::new();
+        let mut args = args.into_iter();
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--runs" => match args.next().and_then(|v| v.parse().ok()) {
+                    Some(n) if n >= 1 => runs = n,
+                    _ => usage_error("--runs needs a positive integer"),
+                },
+                "--scheme" => match args.next() {
+                    Some(name) => schemes.push(name),
+                    None => usage_error("--scheme needs a scheme name"),
+                },
+                "--trace" => use_trace = true,
+                other if other.starts_with("--") => usage_error(&format!("unknown option {other}")),
+                other => dir = PathBuf::from(other),
+            }
+        }
+        if schemes.is_empty() {
+            schemes = SCHEMES.iter().map(|s| s.name.to_string()).collect();
+        }
+        for s in &schemes {
+            if s != PACED && cellcc_sim::schemes::find(s).is_none() {
+                usage_error(&format!("unknown scheme '{s}'"));
+            }
+        }
+        // The references are measured first and always, whatever `--scheme` chose.
+        schemes.retain(|s| s != REFERENCE);
+        schemes.insert(0, REFERENCE.to_string());
+        schemes.insert(1, PACED.to_string());
+
+        // The capacity keys of each direction (`trace = ...` or `rate_mbps = ...`).
+        let (down, up, duration_s, what) = if use_trace {
+            let down = dir.join(TRACE);
+            if !down.exists() {
+                usage_error(&format!(
+                    "{} not found; pass the folder holding the Mahimahi traces (see `cellcc traces download`)",
+                    down.display()
+                ));
+            }
+            let up = dir.join(UPLINK_TRACE);
+            let up = if up.exists() {
+                format!("trace = \"{}\"", up.display())
+            } else {
+                "rate_mbps = 100.0".to_string()
+            };
+            (
+                format!("trace = \"{}\"", down.display()),
+                up,
+                TRACE_DURATION_S,
+                format!("{TRACE}, {TRACE_DURATION_S} s"),
+            )
+        } else {
+            (
+                format!("rate_mbps = {RATE_MBPS:.1}"),
+                "rate_mbps = 100.0".to_string(),
+                CONSTANT_DURATION_S,
+                format!("constant {RATE_MBPS} Mbit/s downlink, {CONSTANT_DURATION_S} s"),
+            )
+        };
+        let links = Links {
+            down: &down,
+            up: &up,
+            duration_s,
+        };
+
+        println!(
+            "cellcc-bench --per-ack: one flow, {what}, 10 ms one-way delay each direction, \
+             droptail 2000 packets; medians of {runs} runs; thread CPU time per ACK the sender processed"
+        );
+        println!(
+            "{:<11} {:>8} {:>8} {:>11} {:>9} {:>8} {:>13} {:>9}",
+            "scheme",
+            "ACKs",
+            "Mbit/s",
+            "events/ACK",
+            "CPU (ms)",
+            "ns/ACK",
+            "marginal ns",
+            "/ cubic"
+        );
+        let mut rows: Vec<Row> = Vec::with_capacity(schemes.len());
+        for s in &schemes {
+            rows.push(measure(s, &links, runs));
+        }
+        let base = rows[0].ns_per_ack;
+        let marginal = |r: &Row| r.ns_per_ack - base;
+        // Whole-run ns/ACK relative to CUBIC's: CUBIC's marginal cost is within the
+        // run-to-run noise of the reference, so a ratio of marginals would be noise.
+        let cubic = rows
+            .iter()
+            .find(|r| r.scheme == "cubic")
+            .map(|r| r.ns_per_ack);
+        let vs_cubic = |r: &Row| {
+            cubic
+                .filter(|c| *c > 0.0)
+                .map_or("-".to_string(), |c| format!("{:.2}", r.ns_per_ack / c))
+        };
+        for r in &rows {
+            let vs_cubic = vs_cubic(r);
+            println!(
+                "{:<11} {:>8} {:>8.2} {:>11.2} {:>9.1} {:>8.0} {:>13.0} {:>9}",
+                r.scheme,
+                r.acks,
+                r.mbps,
+                r.events_per_ack,
+                r.cpu_ms,
+                r.ns_per_ack,
+                marginal(r),
+                vs_cubic
+            );
+        }
+        println!();
+        println!("PropRate CoNEXT 2017 Table 4: sender CPU utilisation under iperf (i7-2600 / Xeon E5640 / Q9550), beside ours");
+        println!(
+            "{:<9} {:<11} {:>20} {:>13} {:>9}",
+            "paper", "scheme", "CPU % (paper)", "marginal ns", "/ cubic"
+        );
+        for (name, scheme, pct) in PAPER {
+            let ours = rows.iter().find(|r| r.scheme == *scheme);
+            let (m, x) = match ours {
+                Some(r) => (format!("{:.0}", marginal(r)), vs_cubic(r)),
+                None if scheme.is_empty() => ("not here".to_string(), "-".to_string()),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            let shown = if scheme.is_empty() { "-" } else { scheme };
+            println!(
+                "{name:<9} {shown:<11} {:>20} {m:>13} {x:>9}",
+                format!("{} / {} / {}", pct[0], pct[1], pct[2])
+            );
+        }
+        println!(
+            "claim: PropRate's footprint is comparable to CUBIC's; Sprout, Verus and PCC cost significantly more"
+        );
     }
 }
