@@ -130,6 +130,40 @@ def _nice_log_ticks(
     return inside[::step]
 
 
+def _bound(summary: pd.DataFrame, column: str, end: str) -> np.ndarray | None:
+    """``<column>_<end>`` as floats, or ``None`` when absent or not all finite."""
+    name = f"{column}_{end}"
+    if name not in summary.columns:
+        return None
+    values = pd.to_numeric(summary[name], errors="coerce").to_numpy(dtype=float)
+    return values if np.isfinite(values).all() else None
+
+
+def _spread(
+    ax: Any,
+    summary: pd.DataFrame,
+    scheme: str,
+    point: tuple[float, float],
+    columns: tuple[str, str],
+    color: str,
+) -> None:
+    """Error bars from ``<column>_lo``/``_hi`` of ``scheme``'s row, when present."""
+    bounds = [f"{c}_{end}" for c in columns for end in ("lo", "hi")]
+    if not all(b in summary.columns for b in bounds):
+        return
+    row = summary.loc[summary["scheme"] == scheme].iloc[0]
+    x_lo, x_hi, y_lo, y_hi = (float(row[b]) for b in bounds)
+    if not all(math.isfinite(v) for v in (x_lo, x_hi, y_lo, y_hi)):
+        return
+    x, y = point
+    ax.errorbar(
+        [x], [y],
+        xerr=[[max(x - x_lo, 0.0)], [max(x_hi - x, 0.0)]],
+        yerr=[[max(y - y_lo, 0.0)], [max(y_hi - y, 0.0)]],
+        fmt="none", ecolor=color, alpha=0.55, elinewidth=1.2, capsize=3, zorder=2,
+    )  # fmt: skip
+
+
 def throughput_delay_figure(
     summary: pd.DataFrame,
     *,
@@ -142,7 +176,10 @@ def throughput_delay_figure(
     """Pantheon-style scatter: ``throughput`` against ``delay`` (inverted log2 axis).
 
     ``summary`` holds one row per scheme (flow rows, with a ``scheme`` column). Rows with
-    no delay or throughput sample are listed under the plot instead of being drawn.
+    no delay or throughput sample are listed under the plot instead of being drawn. When
+    it also has ``<column>_lo`` and ``<column>_hi`` for the delay and the throughput (the
+    spread of the runs behind a mean, e.g. their 25th and 75th percentiles), each point
+    gets error bars spanning them.
     """
     for column in ("scheme", delay, throughput):
         if column not in summary.columns:
@@ -158,6 +195,7 @@ def throughput_delay_figure(
             if not good:
                 continue
             color, marker = styles.get(scheme, (PALETTE[-2], "o"))
+            _spread(ax, summary, scheme, (xi, yi), (delay, throughput), color)
             ax.scatter([xi], [yi], s=64, color=color, marker=marker, zorder=3, label=scheme)
             ax.annotate(
                 scheme,
@@ -170,6 +208,14 @@ def throughput_delay_figure(
             )
         if ok.any():
             lo, hi = float(x[ok].min()), float(x[ok].max())
+            top = float(y[ok].max())
+            # Keep the error bars (when drawn) inside the axes too.
+            x_lo, x_hi = _bound(summary, delay, "lo"), _bound(summary, delay, "hi")
+            if x_lo is not None and x_hi is not None:
+                lo, hi = min(lo, float(x_lo[ok].min())), max(hi, float(x_hi[ok].max()))
+            y_hi = _bound(summary, throughput, "hi")
+            if y_hi is not None:
+                top = max(top, float(y_hi[ok].max()))
             if lo > 0:
                 # log2 as Pantheon; pad by a factor so points and labels stay inside.
                 ax.set_xscale("log", base=2)
@@ -182,7 +228,6 @@ def throughput_delay_figure(
                 ax.set_xscale("symlog", linthresh=1.0, base=2)
                 ax.set_xlim(max(hi * 1.3, 2.0), min(lo, 0.0) - 0.6)
             ax.xaxis.set_major_formatter(FuncFormatter(_fmt_number))
-            top = float(y[ok].max())
             ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
         else:
             ax.text(0.5, 0.5, "no delivered packets", ha="center", transform=ax.transAxes)

@@ -358,7 +358,7 @@ def write_sweep_report(
         plots_out.append(
             Plot(
                 plots.save(figure, out / "throughput-delay.png"),
-                "Mean throughput vs delay",
+                "Mean throughput vs delay; bars span the 25th-75th percentile of the runs",
                 command,
             )
         )
@@ -442,9 +442,16 @@ def _other_views(
 
 
 def _label_means(rows: pd.DataFrame, delay: str) -> pd.DataFrame:
-    """Mean delay and throughput per label, as the ``scheme`` column the scatter wants."""
-    means = rows.groupby("label", sort=False)[[delay, "throughput_mbps"]].mean()
-    return means.reset_index().rename(columns={"label": "scheme"})
+    """Mean delay and throughput per label, as the ``scheme`` column the scatter wants,
+    with the 25th and 75th percentiles over the label's runs (``<column>_lo``/``_hi``)
+    that the scatter draws as error bars."""
+    columns = [delay, "throughput_mbps"]
+    grouped = rows.groupby("label", sort=False)
+    frame = grouped[columns].mean()
+    for column in columns:
+        frame[f"{column}_lo"] = grouped[column].quantile(0.25)
+        frame[f"{column}_hi"] = grouped[column].quantile(0.75)
+    return frame.reset_index().rename(columns={"label": "scheme"})
 
 
 def _facets(rows: pd.DataFrame, facets: Sequence[str]) -> list[tuple[tuple[Any, ...], Any]]:

@@ -56,6 +56,26 @@ def test_scatter_with_zero_delay_uses_symlog():
     assert figure.axes[0].get_xscale() == "symlog"
 
 
+def test_scatter_draws_the_spread_of_runs_as_error_bars():
+    from matplotlib.collections import LineCollection
+
+    frame = summary_frame()
+    plain = plots.throughput_delay_figure(frame, title="t")
+    assert not [c for c in plain.axes[0].collections if isinstance(c, LineCollection)]
+    frame["owd_p95_ms_lo"] = frame["owd_p95_ms"] * 0.8
+    frame["owd_p95_ms_hi"] = frame["owd_p95_ms"] * 1.25
+    frame["throughput_mbps_lo"] = frame["throughput_mbps"] - 1.0
+    frame["throughput_mbps_hi"] = frame["throughput_mbps"] + 0.5
+    figure = plots.throughput_delay_figure(frame, title="t")
+    bars = [c for c in figure.axes[0].collections if isinstance(c, LineCollection)]
+    # One horizontal and one vertical bar per scheme.
+    assert len(bars) == 2 * len(frame)
+    vertical = [seg for c in bars for seg in c.get_segments() if seg[0][0] == seg[1][0]]
+    assert sorted((round(s[0][1], 6), round(s[1][1], 6)) for s in vertical) == [
+        (4.0, 5.5), (6.5, 8.0), (8.0, 9.5)
+    ]  # fmt: skip
+
+
 def test_scatter_lists_schemes_without_samples():
     frame = summary_frame()
     frame.loc[0, "owd_p95_ms"] = np.nan
