@@ -218,7 +218,9 @@ impl Pipe {
         }
         let depart = self.link_free_at.max(now) + tx;
         self.link_free_at = depart;
-        Some(depart + (self.path.rtt - tx))
+        // The rest of the round trip after serialisation; none when a packet's
+        // serialisation alone exceeds the base RTT (slow links with short paths).
+        Some(depart + self.path.rtt.saturating_sub(tx))
     }
 
     fn on_send(&mut self) {
