@@ -6,7 +6,7 @@
 //! `CELLCC_TEST_PLOTS=DIR` to also write each run's time series into DIR.
 
 mod common;
-use common::{simulate, traces_dir};
+use common::{down_traces, simulate, traces_dir};
 
 use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::SimOutput;
@@ -321,14 +321,7 @@ fn vivace_follows_a_rate_step() {
 /// droptail buffer, 10 ms each way, 100 Mbit/s uplink) without a panic and delivers data.
 #[test]
 fn every_delay_baseline_runs_on_every_trace() {
-    let Some(dir) = traces_dir() else { return };
-    let mut traces: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "down"))
-        .collect();
-    traces.sort();
-    assert!(!traces.is_empty(), "no .down traces in {}", dir.display());
+    let Some(traces) = down_traces() else { return };
     for trace in &traces {
         let name = trace.file_stem().unwrap().to_string_lossy().to_string();
         for scheme in ["copa", "ledbat", "ledbat++", "pcc-vivace"] {

@@ -7,7 +7,7 @@
 //! `CELLCC_TEST_PLOTS=DIR` to also write each run's time series into DIR.
 
 mod common;
-use common::{simulate, traces_dir};
+use common::{down_traces, simulate};
 
 use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::SimOutput;
@@ -404,14 +404,7 @@ fn cdg_backs_off_on_rising_delay_without_losses() {
 /// data, and accounts for every packet.
 #[test]
 fn kernel_baselines_run_on_every_mahimahi_trace() {
-    let Some(dir) = traces_dir() else { return };
-    let mut traces: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "down"))
-        .collect();
-    traces.sort();
-    assert!(!traces.is_empty(), "no .down traces in {}", dir.display());
+    let Some(traces) = down_traces() else { return };
     for trace in &traces {
         for scheme in ["vegas", "westwood", "illinois", "cdg"] {
             let text = format!(

@@ -6,7 +6,7 @@
 //! `CELLCC_TEST_PLOTS=DIR` to also write each run's time series into DIR.
 
 mod common;
-use common::{simulate, traces_dir};
+use common::{down_traces, simulate, traces_dir};
 
 use std::path::Path;
 
@@ -219,15 +219,7 @@ fn verus_sanity_constant_and_trace() {
 /// the same summary.
 #[test]
 fn all_traces_run_deterministically() {
-    let Some(dir) = traces_dir() else { return };
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "down"))
-        .collect();
-    names.sort();
-    assert!(!names.is_empty());
+    let Some(names) = down_traces() else { return };
     for down in &names {
         for scheme in ["sprout", "verus"] {
             let sc = trace_link(down, 1000, scheme, "", 20.0);

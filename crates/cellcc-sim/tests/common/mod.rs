@@ -38,3 +38,17 @@ pub fn traces_dir() -> Option<PathBuf> {
         None
     }
 }
+
+/// The `.down` traces of the shared Mahimahi set, sorted, or `None` (with a note) when
+/// the set is absent. Panics if the folder exists but holds none.
+pub fn down_traces() -> Option<Vec<PathBuf>> {
+    let dir = traces_dir()?;
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "down"))
+        .collect();
+    traces.sort();
+    assert!(!traces.is_empty(), "no .down traces in {}", dir.display());
+    Some(traces)
+}
