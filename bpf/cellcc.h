@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * Conventions shared by cellcc's BPF congestion controls (bpf/<algo>.bpf.c) and by the
+ * user-space side (crates/cellcc-kernel), which mirrors every struct below as #[repr(C)].
+ *
+ * Parameters and statistics of a connection are reachable from any process, not only the
+ * one holding the socket, so the Tuner, `cellcc kernel set` and `cellcc kernel stats` can
+ * act on flows they did not open. Each algorithm ALGO defines three maps:
+ *
+ *   ALGO_defaults  ARRAY, one entry: struct ALGO_params used by every connection that has
+ *                  no override. The loader fills it with the documented defaults.
+ *   ALGO_params    HASH   struct cellcc_flow_key -> struct ALGO_params, per-connection
+ *                  overrides (looked up on every ACK, so a change applies mid-flow).
+ *   ALGO_stats     LRU_HASH struct cellcc_flow_key -> struct ALGO_stats, written by the
+ *                  algorithm, read by user space.
+ *
+ * Per-connection state the algorithm needs lives in icsk_ca_priv (104 bytes) or, when it
+ * does not fit, in a BPF_MAP_TYPE_SK_STORAGE map private to the algorithm.
+ */
+#ifndef CELLCC_BPF_H
+#define CELLCC_BPF_H
+
+#ifndef __u32
+#include <linux/types.h>
+#endif
+
+/* A connection, IPv4 only, as seen by the sender. Addresses are in network byte order
+ * (as in struct sock_common); ports are in host byte order. `pad` is zero. */
+struct cellcc_flow_key {
+	__u32 local_addr;
+	__u32 remote_addr;
+	__u16 local_port;
+	__u16 remote_port;
+	__u32 pad;
+};
+
+#define CELLCC_STATS_MAX_ENTRIES 4096
+#define CELLCC_PARAMS_MAX_ENTRIES 4096
+
+#endif /* CELLCC_BPF_H */
