@@ -20,9 +20,7 @@
 #ifndef CELLCC_BPF_H
 #define CELLCC_BPF_H
 
-#ifndef __u32
-#include <linux/types.h>
-#endif
+/* Include after vmlinux.h, which provides __u16/__u32. */
 
 /* A connection, IPv4 only, as seen by the sender. Addresses are in network byte order
  * (as in struct sock_common); ports are in host byte order. `pad` is zero. */
