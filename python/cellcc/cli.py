@@ -767,6 +767,10 @@ from cellcc import cli_sweep as _cli_sweep  # noqa: E402
 
 _cli_sweep.register(app)
 
+from cellcc import cli_real as _cli_real  # noqa: E402
+
+_cli_real.register(app)
+
 
 def main() -> None:
     """Entry point of ``python -m cellcc``."""

@@ -1,0 +1,233 @@
+"""Running real Linux TCP through the real-time emulator, from Python.
+
+Three Rust binaries make up the real path (``make real`` builds them into the venv):
+
+* ``cellcc-kernel``: loads the BPF congestion controls (``bpf/``) and manages their
+  parameter and statistics maps (``docs/kernel.md``);
+* ``cellcc-emu``: the Mahimahi-compatible emulator between two network namespaces
+  (``docs/emulator.md``);
+* ``cellcc-flow``: a bulk TCP sender and receiver with per-socket timing capture.
+
+This module finds them, checks the requirements up front with reasons a user can act
+on, and runs one emulated flow (:func:`run_emulated`). The CLI's ``kernel`` and ``emu``
+commands hand their arguments to the binaries unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cellcc._native import CellccError
+
+BINARIES = ("cellcc-kernel", "cellcc-emu", "cellcc-flow")
+"""The real-path executables, built from crates/cellcc-kernel and crates/cellcc-emu."""
+
+_REPO = Path(__file__).resolve().parents[2]
+FLOW_PORT = 5201
+"""TCP port of ``cellcc-flow recv`` inside the client namespace."""
+
+
+class RealPathError(CellccError):
+    """The real path cannot run here, or a real run failed; the message says why."""
+
+
+def find_binary(name: str) -> Path:
+    """Where ``name`` is: ``$CELLCC_BIN_DIR``, the venv's ``bin``, ``PATH``, then the
+    repository's ``target/release``. Raises :class:`RealPathError` naming the fix."""
+    candidates: list[Path] = []
+    if env := os.environ.get("CELLCC_BIN_DIR"):
+        candidates.append(Path(env) / name)
+    candidates.append(Path(sys.prefix) / "bin" / name)
+    if found := shutil.which(name):
+        candidates.append(Path(found))
+    candidates.append(_REPO / "target" / "release" / name)
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise RealPathError(
+        f"{name} not found (looked in $CELLCC_BIN_DIR, {sys.prefix}/bin, PATH and "
+        "target/release); build the real path with `make real`"
+    )
+
+
+def missing_requirements(*, bpf: bool) -> list[str]:
+    """Reasons the emulator (and, with ``bpf``, the BPF algorithms) cannot run here;
+    empty when everything is in place."""
+    reasons: list[str] = []
+    if sys.platform != "linux":
+        return [f"the real path needs Linux (this is {sys.platform})"]
+    if os.geteuid() != 0:
+        reasons.append("the emulator needs root (network namespaces and TUN devices)")
+    if not Path("/dev/net/tun").exists():
+        reasons.append("/dev/net/tun is missing (no TUN support)")
+    names = BINARIES if bpf else ("cellcc-emu", "cellcc-flow")
+    for name in names:
+        try:
+            find_binary(name)
+        except RealPathError as exc:
+            reasons.append(str(exc))
+    if bpf and not Path("/sys/kernel/btf/vmlinux").exists():
+        reasons.append("the kernel has no BTF (/sys/kernel/btf/vmlinux), needed for BPF struct_ops")
+    if bpf and not reasons:
+        check = subprocess.run(
+            [str(find_binary("cellcc-kernel")), "check"], capture_output=True, text=True
+        )
+        if check.returncode != 0:
+            reasons.append((check.stderr or check.stdout).strip() or "cellcc-kernel check failed")
+    return reasons
+
+
+def available_congestion_controls() -> list[str]:
+    """The kernel's ``tcp_available_congestion_control`` list (empty off Linux)."""
+    path = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    return path.read_text().split() if path.exists() else []
+
+
+@contextmanager
+def kernel_loaded(
+    settings: Mapping[str, Mapping[str, int]] | None = None, *, timeout_s: float = 60.0
+) -> Iterator[list[str]]:
+    """Load every BPF congestion control for the duration of the block.
+
+    ``settings`` maps an algorithm (``c2tcp``) to default parameters to set after
+    loading (``{"alpha_x100": 200}``). Yields the registered names; the loader is stopped
+    (and the algorithms unregistered) on exit, whatever happens in the block.
+    """
+    binary = str(find_binary("cellcc-kernel"))
+    loader = subprocess.Popen(
+        [binary, "load"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        names = _wait_ready(loader, timeout_s)
+        for algo, params in (settings or {}).items():
+            args = [f"{k}={v}" for k, v in params.items()]
+            if args:
+                _run_checked([binary, "set", algo, *args], what=f"cellcc-kernel set {algo}")
+        yield names
+    finally:
+        if loader.poll() is None:
+            loader.send_signal(signal.SIGTERM)
+            try:
+                loader.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                loader.kill()
+                loader.wait()
+
+
+def _wait_ready(loader: subprocess.Popen[str], timeout_s: float) -> list[str]:
+    assert loader.stdout is not None  # Popen above pipes stdout
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = loader.stdout.readline()
+        if line.startswith("ready:"):
+            return line.split(":", 1)[1].split()
+        if not line and loader.poll() is not None:
+            err = loader.stderr.read().strip() if loader.stderr else ""
+            raise RealPathError(f"cellcc-kernel load failed: {err or f'exit {loader.returncode}'}")
+    raise RealPathError(f"cellcc-kernel load did not become ready within {timeout_s:.0f} s")
+
+
+def _run_checked(argv: Sequence[str], *, what: str, timeout: float | None = None) -> str:
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RealPathError(f"{what} failed (exit {done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class EmuLink:
+    """One emulated path: traces, one-way delay and drop-tail queue sizes."""
+
+    downlink: Path
+    uplink: Path
+    delay_ms: float = 20.0
+    queue_packets: int = 1000
+
+    def args(self) -> list[str]:
+        queue = ["droptail", f"packets={self.queue_packets}"]
+        return [
+            "--delay", f"{self.delay_ms:g}",
+            "--downlink", str(self.downlink),
+            "--uplink", str(self.uplink),
+            "--downlink-queue", queue[0], "--downlink-queue-args", queue[1],
+            "--uplink-queue", queue[0], "--uplink-queue-args", queue[1],
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EmuRun:
+    """Files one emulated flow wrote (see :func:`run_emulated`)."""
+
+    out_dir: Path
+    downlink_log: Path
+    uplink_log: Path
+    stats: dict[str, Any]
+    sender: dict[str, Any]
+    receiver: dict[str, Any]
+    tcp_info: Path
+
+
+def run_emulated(
+    link: EmuLink, *, cc: str, duration_s: float, out_dir: str | os.PathLike[str]
+) -> EmuRun:
+    """One bulk TCP flow with congestion control ``cc`` from the server namespace to the
+    client, through ``cellcc-emu``, for ``duration_s``; logs land in ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    flow = find_binary("cellcc-flow")
+    files = {
+        name: out / name
+        for name in (
+            "downlink.log", "uplink.log", "emu.json", "send.json", "recv.json", "tcp_info.csv",
+        )
+    }  # fmt: skip
+    for path in files.values():
+        path.unlink(missing_ok=True)
+    sender = " ".join(
+        [
+            shlex.quote(str(flow)), "send",
+            "--to", f'"$CELLCC_EMU_CLIENT_ADDR:{FLOW_PORT}"',
+            "--cc", shlex.quote(cc),
+            "--duration", f"{duration_s:g}",
+            "--info-log", shlex.quote(str(files["tcp_info.csv"])),
+            "--summary", shlex.quote(str(files["send.json"])),
+        ]
+    )  # fmt: skip
+    argv = [
+        str(find_binary("cellcc-emu")), *link.args(),
+        "--downlink-log", str(files["downlink.log"]),
+        "--uplink-log", str(files["uplink.log"]),
+        "--stats", str(files["emu.json"]),
+        "--server-cmd", sender,
+        "--", str(flow), "recv", "--port", str(FLOW_PORT),
+        "--summary", str(files["recv.json"]),
+    ]  # fmt: skip
+    _run_checked(argv, what=f"cellcc-emu ({cc})", timeout=duration_s + 60)
+
+    def load(name: str) -> dict[str, Any]:
+        path = files[name]
+        if not path.exists():
+            raise RealPathError(f"cellcc-emu ({cc}) finished without writing {path}")
+        return dict(json.loads(path.read_text()))
+
+    return EmuRun(
+        out_dir=out,
+        downlink_log=files["downlink.log"],
+        uplink_log=files["uplink.log"],
+        stats=load("emu.json"),
+        sender=load("send.json"),
+        receiver=load("recv.json"),
+        tcp_info=files["tcp_info.csv"],
+    )

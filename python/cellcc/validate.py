@@ -1,0 +1,318 @@
+"""``cellcc validate``: the same scenario in the simulator and through the real-time
+emulator with real Linux TCP, and the differences between the two.
+
+For each (scheme, trace) pair the simulator runs a one-flow scenario with the downlink
+packet log on, and ``cellcc-emu`` runs one ``cellcc-flow`` bulk transfer with the kernel
+congestion control of the same name (the built-in CUBIC, BBR and Reno, or the BPF C2TCP,
+PropRate and César loaded by ``cellcc-kernel``). Both downlink logs are in ``mm-link``
+format and go through the same reader (:mod:`cellcc.mmlog`), so throughput and queueing
+delay are defined identically on both sides. ``docs/validation.md`` shows the results.
+
+Each pair's result is written atomically to ``<out>/runs/<scheme>--<trace>.json`` before
+the next starts, so an interrupted validation resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cellcc import api, mmlog, plots, realpath, report
+from cellcc.results import json_ready, provenance, write_csv_atomic, write_json_atomic
+
+THROUGHPUT_TOLERANCE = 0.10
+"""Acceptable relative throughput difference, real against simulated."""
+QDELAY_TOLERANCE = 0.25
+"""Acceptable relative difference of the mean queueing delay."""
+
+
+@dataclass(frozen=True)
+class RealScheme:
+    """How one scheme is named and configured on each side."""
+
+    name: str
+    kernel_cc: str
+    """``TCP_CONGESTION`` name on the real side."""
+    sim_scheme: str
+    sim_params: Mapping[str, Any] = field(default_factory=dict)
+    bpf: str | None = None
+    """The BPF algorithm (``cellcc-kernel`` name) this scheme needs loaded, if any."""
+    kernel_params: Mapping[str, int] = field(default_factory=dict)
+    """Defaults set through ``cellcc-kernel set`` so both sides run the same constants."""
+
+
+SCHEMES: dict[str, RealScheme] = {
+    s.name: s
+    for s in (
+        RealScheme("cubic", "cubic", "cubic"),
+        RealScheme("bbr", "bbr", "bbr"),
+        RealScheme("reno", "reno", "newreno"),
+        # The Tuner is a user-space loop on the real side; both sides run a fixed alpha.
+        RealScheme(
+            "c2tcp",
+            "cellcc_c2tcp",
+            "c2tcp",
+            {"tuner": False, "alpha": 2.0, "fidelity": "reference"},
+            bpf="c2tcp",
+            kernel_params={"alpha_x100": 200},
+        ),
+        RealScheme(
+            "proprate",
+            "cellcc_proprate",
+            "proprate",
+            {"t_buff_ms": 40.0},
+            bpf="proprate",
+            kernel_params={"t_buff_us": 40_000},
+        ),
+        RealScheme("cesar", "cellcc_cesar", "cesar", bpf="cesar"),
+    )
+}
+
+DEFAULT_SCHEMES = ("cubic", "bbr", "c2tcp", "proprate", "cesar")
+DEFAULT_TRACES = ("TMobile-LTE-short", "Verizon-LTE-short")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The common path of every pair (the simulator mirrors the emulator's)."""
+
+    duration_s: float = 30.0
+    delay_ms: float = 20.0
+    queue_packets: int = 1000
+    seed: int = 1
+
+
+def trace_pair(traces_dir: Path, name: str) -> tuple[Path, Path]:
+    """``<name>.down`` and ``<name>.up`` in ``traces_dir`` (errors name what is missing)."""
+    down, up = traces_dir / f"{name}.down", traces_dir / f"{name}.up"
+    for path in (down, up):
+        if not path.is_file():
+            raise realpath.RealPathError(
+                f"{path}: trace not found (validation needs .down and .up)"
+            )
+    return down, up
+
+
+def sim_scenario(scheme: RealScheme, down: Path, up: Path, setup: Setup) -> dict[str, Any]:
+    """The simulator's version of one pair."""
+    queue = {"kind": "droptail", "packets": setup.queue_packets}
+    return {
+        "name": f"validate-{scheme.name}-{down.stem}",
+        "duration_s": setup.duration_s,
+        "seed": setup.seed,
+        "downlink": {"trace": str(down), "delay_ms": setup.delay_ms, "queue": queue},
+        "uplink": {"trace": str(up), "delay_ms": setup.delay_ms, "queue": queue},
+        "flows": [{"scheme": scheme.sim_scheme, "params": dict(scheme.sim_params)}],
+        "metrics": {"packet_log": True},
+    }
+
+
+def _window(log: mmlog.MmLog, duration_s: float) -> tuple[int, int]:
+    """From the first arrival (the flow's first packet) for the flow's duration."""
+    if not len(log.arrivals_ms):
+        raise realpath.RealPathError(f"{log.source}: no packet reached the link")
+    start = int(log.arrivals_ms[0])
+    return start, start + round(duration_s * 1000)
+
+
+def measure(log: mmlog.MmLog, duration_s: float) -> tuple[dict[str, float], pd.DataFrame]:
+    """Window metrics and a time series aligned to the flow's first packet."""
+    start, end = _window(log, duration_s)
+    series = mmlog.timeseries(log, bin_ms=500, end_ms=end)
+    series = series[series["t_s"] * 1000 >= start].copy()
+    series["t_s"] -= start / 1000.0
+    return mmlog.summary(log, start_ms=start, end_ms=end), series.reset_index(drop=True)
+
+
+def _relative(real: float, sim: float) -> float:
+    return (real - sim) / sim if sim and math.isfinite(sim) and math.isfinite(real) else math.nan
+
+
+def compare_row(
+    scheme: str, trace: str, sim: Mapping[str, float], real: Mapping[str, float]
+) -> dict[str, Any]:
+    """One table row: both sides, the relative differences and whether they are in
+    tolerance."""
+    row: dict[str, Any] = {"scheme": scheme, "trace": trace}
+    for key in ("throughput_mbps", "qdelay_mean_ms", "qdelay_p95_ms", "utilisation"):
+        row[f"sim_{key}"] = sim[key]
+        row[f"real_{key}"] = real[key]
+    row["throughput_diff"] = _relative(real["throughput_mbps"], sim["throughput_mbps"])
+    row["qdelay_mean_diff"] = _relative(real["qdelay_mean_ms"], sim["qdelay_mean_ms"])
+    row["qdelay_p95_diff"] = _relative(real["qdelay_p95_ms"], sim["qdelay_p95_ms"])
+    row["throughput_ok"] = abs(row["throughput_diff"]) <= THROUGHPUT_TOLERANCE
+    row["qdelay_ok"] = abs(row["qdelay_mean_diff"]) <= QDELAY_TOLERANCE
+    return row
+
+
+def run_pair(
+    scheme: RealScheme, trace: str, traces_dir: Path, setup: Setup, out_dir: Path
+) -> dict[str, Any]:
+    """Simulate and emulate one pair; returns its row and writes its files."""
+    down, up = trace_pair(traces_dir, trace)
+    pair_dir = out_dir / "runs" / f"{scheme.name}--{trace}"
+    pair_dir.mkdir(parents=True, exist_ok=True)
+
+    result = api.simulate(sim_scenario(scheme, down, up, setup))
+    assert result.packet_log is not None  # the scenario turns the packet log on
+    sim_log = mmlog.parse(result.packet_log, source=f"simulated {scheme.name} on {trace}")
+    sim, sim_series = measure(sim_log, setup.duration_s)
+
+    link = realpath.EmuLink(down, up, setup.delay_ms, setup.queue_packets)
+    emu = realpath.run_emulated(
+        link, cc=scheme.kernel_cc, duration_s=setup.duration_s, out_dir=pair_dir
+    )
+    real, real_series = measure(mmlog.read(emu.downlink_log), setup.duration_s)
+
+    series = pd.concat(
+        [sim_series.assign(side="simulator"), real_series.assign(side="kernel")], ignore_index=True
+    )
+    write_csv_atomic(pair_dir / "timeseries.csv", series)
+    row = compare_row(scheme.name, trace, sim, real)
+    row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
+    row["real_goodput_mbps"] = float(emu.receiver.get("goodput_mbps", math.nan))
+    row["emu_late_over_1ms"] = emu.stats.get("fraction_late_over_1ms", math.nan)
+    write_json_atomic(out_dir / "runs" / f"{scheme.name}--{trace}.json", row)
+    return row
+
+
+def validate(
+    schemes: Sequence[str],
+    traces: Sequence[str],
+    *,
+    traces_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    setup: Setup = Setup(),
+    force: bool = False,
+    progress: Callable[[str], object] | None = None,
+) -> pd.DataFrame:
+    """Run every (scheme, trace) pair not already done and return the table."""
+    unknown = [s for s in schemes if s not in SCHEMES]
+    if unknown:
+        raise realpath.RealPathError(
+            f"unknown validation scheme {unknown[0]!r}; choose from {', '.join(SCHEMES)}"
+        )
+    chosen = [SCHEMES[s] for s in schemes]
+    needs_bpf = any(s.bpf for s in chosen)
+    reasons = realpath.missing_requirements(bpf=needs_bpf)
+    if reasons:
+        raise realpath.RealPathError("cannot validate here: " + "; ".join(reasons))
+    out, tdir = Path(out_dir), Path(traces_dir)
+    for trace in traces:
+        trace_pair(tdir, trace)
+    rows: list[dict[str, Any]] = []
+    settings = {s.bpf: dict(s.kernel_params) for s in chosen if s.bpf}
+    loaded = realpath.kernel_loaded(settings) if needs_bpf else None
+    with loaded if loaded is not None else _nothing():
+        for scheme in chosen:
+            for trace in traces:
+                done = out / "runs" / f"{scheme.name}--{trace}.json"
+                if done.exists() and not force:
+                    rows.append(json.loads(done.read_text()))
+                else:
+                    rows.append(run_pair(scheme, trace, tdir, setup, out))
+                if progress:
+                    progress(f"{scheme.name} on {trace}")
+    table = pd.DataFrame(rows)
+    write_csv_atomic(out / "validation.csv", table)
+    write_json_atomic(out / "validation.json", json_ready(table.to_dict(orient="records")))
+    write_validation_report(table, out, setup)
+    return table
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """The table as ``docs/validation.md`` shows it."""
+    lines = [
+        "| scheme | trace | throughput sim / real (Mbit/s) | Δ "
+        "| mean qdelay sim / real (ms) | Δ | p95 qdelay sim / real (ms) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in table.to_dict(orient="records"):
+        mark_t = "" if r["throughput_ok"] else " ✗"
+        mark_d = "" if r["qdelay_ok"] else " ✗"
+        lines.append(
+            f"| {r['scheme']} | {r['trace']} "
+            f"| {r['sim_throughput_mbps']:.2f} / {r['real_throughput_mbps']:.2f} "
+            f"| {r['throughput_diff']:+.1%}{mark_t} "
+            f"| {r['sim_qdelay_mean_ms']:.1f} / {r['real_qdelay_mean_ms']:.1f} "
+            f"| {r['qdelay_mean_diff']:+.1%}{mark_d} "
+            f"| {r['sim_qdelay_p95_ms']:.1f} / {r['real_qdelay_p95_ms']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_validation_report(table: pd.DataFrame, out: Path, setup: Setup) -> Path:
+    """``<out>/index.html``: the table, then throughput and delay over time per pair."""
+    sections = [
+        report.Section(
+            title="Simulator against real Linux TCP",
+            description=(
+                f"{setup.duration_s:g} s bulk flow, {setup.delay_ms:g} ms one-way delay, "
+                f"drop-tail {setup.queue_packets} packets. Throughput within "
+                f"{THROUGHPUT_TOLERANCE:.0%} and mean queueing delay within "
+                f"{QDELAY_TOLERANCE:.0%} count as agreement."
+            ),
+            table=table,
+        )
+    ]
+    for r in table.to_dict(orient="records"):
+        series_path = out / "runs" / f"{r['scheme']}--{r['trace']}" / "timeseries.csv"
+        if not series_path.exists():
+            continue
+        series = pd.read_csv(series_path)
+        figure = _pair_figure(series, title=f"{r['scheme']} on {r['trace']}")
+        png = plots.save(figure, out / "plots" / f"{r['scheme']}--{r['trace']}.png")
+        sections.append(
+            report.Section(
+                title=f"{r['scheme']} on {r['trace']}",
+                plots=[
+                    report.Plot(
+                        png,
+                        "Throughput and mean queueing delay per 500 ms, simulator and kernel",
+                        f"cellcc validate --schemes {r['scheme']} --traces {r['trace']}",
+                    )
+                ],
+            )
+        )
+    record = provenance(seed=setup.seed, scenario_text=json.dumps(setup.__dict__), command=None)
+    return report.write_report(
+        out, title="cellcc validation", sections=sections, provenance_record=record
+    )
+
+
+def _pair_figure(series: pd.DataFrame, *, title: str) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 5))
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    for side, style in (("simulator", "-"), ("kernel", "--")):
+        rows = series[series["side"] == side]
+        top.plot(rows["t_s"], rows["throughput_mbps"], style, label=f"{side} throughput")
+        bottom.plot(rows["t_s"], rows["qdelay_mean_ms"], style, label=side)
+    rows = series[series["side"] == "simulator"]
+    top.plot(rows["t_s"], rows["capacity_mbps"], ":", color="grey", label="capacity")
+    top.set_ylabel("Mbit/s")
+    bottom.set_ylabel("queueing delay (ms)")
+    bottom.set_xlabel("time since the first packet (s)")
+    top.legend(fontsize="small")
+    top.set_title(title)
+    figure.tight_layout()
+    return figure
