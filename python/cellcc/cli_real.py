@@ -3,7 +3,7 @@
 ``cellcc kernel ...`` and ``cellcc emu ...`` hand their arguments to the Rust binaries
 ``cellcc-kernel`` and ``cellcc-emu`` unchanged (their ``--help`` is the reference);
 ``cellcc validate`` runs the simulator and the emulator side by side
-(:mod:`cellcc.validate`).
+(:mod:`cellcc.validation`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,15 @@ def _exec(binary: str, ctx: typer.Context) -> None:
     from cellcc import realpath
 
     path = realpath.find_binary(binary)
+    # click drops a `--` separator from ctx.args, and `cellcc emu ... -- COMMAND` needs
+    # it, so the arguments are taken verbatim from the command line when it is there.
+    command = ctx.info_name or ""
+    args = list(ctx.args)
+    if command in sys.argv[1:]:
+        args = sys.argv[sys.argv.index(command, 1) + 1 :]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(path, [binary, *ctx.args])
+    os.execv(path, [binary, *args])
 
 
 def kernel(ctx: typer.Context) -> None:
@@ -75,7 +81,7 @@ def validate(
 ) -> None:
     """Run the same scenarios in the simulator and through the emulator with real Linux
     TCP, and report throughput and queueing-delay differences (needs root)."""
-    from cellcc import validate as validation
+    from cellcc import validation
 
     if traces_dir is None:
         traces_dir = Path(os.environ.get("CELLCC_TRACES", "../shared/traces")) / "mahimahi"

@@ -1,0 +1,120 @@
+"""The real path's Python side without root: finding the binaries, the pass-through
+commands, requirement messages and the validation arithmetic."""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cellcc import realpath, validation
+
+ECHO = """#!/bin/sh
+echo "$(basename "$0") $*"
+exit 3
+"""
+
+
+@pytest.fixture
+def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A CELLCC_BIN_DIR whose binaries print their arguments and exit 3."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in realpath.BINARIES:
+        path = bin_dir / name
+        path.write_text(ECHO)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("CELLCC_BIN_DIR", str(bin_dir))
+    return bin_dir
+
+
+def test_find_binary_prefers_cellcc_bin_dir(fake_bin: Path) -> None:
+    assert realpath.find_binary("cellcc-emu") == fake_bin / "cellcc-emu"
+
+
+def test_find_binary_names_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CELLCC_BIN_DIR", str(tmp_path))
+    with pytest.raises(realpath.RealPathError, match=r"no-such-binary not found.*make real"):
+        realpath.find_binary("no-such-binary")
+
+
+@pytest.mark.parametrize("command", ["kernel", "emu"])
+def test_pass_through_hands_every_argument_over(fake_bin: Path, command: str) -> None:
+    # The command replaces the Python process, so run it as a real subprocess.
+    env = {**os.environ, "CELLCC_BIN_DIR": str(fake_bin)}
+    args = ["--help", "set", "c2tcp", "alpha_x100=300", "--", "sh", "-c", "x"]
+    done = subprocess.run(
+        [sys.executable, "-m", "cellcc", command, *args], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.strip() == f"cellcc-{command} {' '.join(args)}"
+
+
+def test_missing_requirements_are_specific(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CELLCC_BIN_DIR", str(tmp_path))
+    monkeypatch.setattr(realpath, "find_binary", _missing)
+    reasons = realpath.missing_requirements(bpf=False)
+    assert any("cellcc-emu not found" in r for r in reasons)
+    assert any("cellcc-flow not found" in r for r in reasons)
+    if os.geteuid() != 0:
+        assert any("needs root" in r for r in reasons)
+
+
+def _missing(name: str) -> Path:
+    raise realpath.RealPathError(f"{name} not found")
+
+
+def test_validate_rejects_unknown_schemes_before_running(tmp_path: Path) -> None:
+    with pytest.raises(realpath.RealPathError, match=r"unknown validation scheme 'vegas'"):
+        validation.validate(["cubic", "vegas"], ["x"], traces_dir=tmp_path, out_dir=tmp_path)
+
+
+def test_compare_row_flags_differences_beyond_tolerance() -> None:
+    sim = {
+        "throughput_mbps": 10.0,
+        "qdelay_mean_ms": 40.0,
+        "qdelay_p95_ms": 80.0,
+        "utilisation": 0.9,
+    }
+    close = dict(sim, throughput_mbps=9.2, qdelay_mean_ms=49.0)
+    far = dict(sim, throughput_mbps=8.8, qdelay_mean_ms=51.0)
+    row = validation.compare_row("cubic", "t", sim, close)
+    assert row["throughput_diff"] == pytest.approx(-0.08)
+    assert row["qdelay_mean_diff"] == pytest.approx(0.225)
+    assert row["throughput_ok"] and row["qdelay_ok"]
+    row = validation.compare_row("cubic", "t", sim, far)
+    assert not row["throughput_ok"] and not row["qdelay_ok"]
+    assert "✗" in validation.markdown_table(__import__("pandas").DataFrame([row]))
+
+
+def test_compare_row_with_nothing_simulated_is_not_agreement() -> None:
+    sim = {
+        "throughput_mbps": 0.0,
+        "qdelay_mean_ms": math.nan,
+        "qdelay_p95_ms": math.nan,
+        "utilisation": 0.0,
+    }
+    row = validation.compare_row("cubic", "t", sim, dict(sim, throughput_mbps=1.0))
+    assert math.isnan(row["throughput_diff"]) and not row["throughput_ok"]
+
+
+def test_sim_scenario_mirrors_the_emulated_path(tmp_path: Path) -> None:
+    setup = validation.Setup(duration_s=12.0, delay_ms=15.0, queue_packets=300)
+    scenario = validation.sim_scenario(
+        validation.SCHEMES["c2tcp"], tmp_path / "a.down", tmp_path / "a.up", setup
+    )
+    assert scenario["downlink"]["delay_ms"] == 15.0 == scenario["uplink"]["delay_ms"]
+    assert scenario["downlink"]["queue"] == {"kind": "droptail", "packets": 300}
+    assert scenario["flows"] == [
+        {"scheme": "c2tcp", "params": dict(validation.SCHEMES["c2tcp"].sim_params)}
+    ]
+    assert scenario["metrics"]["packet_log"] is True
+    link = realpath.EmuLink(tmp_path / "a.down", tmp_path / "a.up", 15.0, 300)
+    args = link.args()
+    assert args[args.index("--delay") + 1] == "15"
+    assert args[args.index("--downlink-queue-args") + 1] == "packets=300"
