@@ -165,6 +165,8 @@ pub struct C2tcp {
     version: Version,
     detector: Detector,
     enforcer: Enforcer,
+    /// Bad-condition back-offs so far (Algorithm 2's `Cwnd ← 1`), reported by `info`.
+    backoffs: u64,
 }
 
 fn build_base(base: Base, cubic: Option<crate::cubic::CubicConfig>) -> Box<dyn CongestionControl> {
@@ -242,6 +244,7 @@ impl C2tcp {
             version,
             detector: Detector::new(fidelity),
             enforcer: Enforcer::default(),
+            backoffs: 0,
         }
     }
 
@@ -420,6 +423,7 @@ impl C2tcp {
             Action::Backoff => {
                 let linux = self.fidelity == Fidelity::Linux;
                 self.enforcer.backoff(sock, self.base.as_mut(), linux);
+                self.backoffs += 1;
                 if let Some(epoch) = &mut self.cubic_epoch {
                     epoch.on_ssthresh();
                 }
@@ -523,6 +527,18 @@ impl CongestionControl for C2tcp {
 
     fn undo_cwnd(&mut self, sock: &Sock) -> u32 {
         self.base.undo_cwnd(sock)
+    }
+
+    /// `backoffs` (Bad-condition cwnd resets so far), and with the JSAC version `alpha`
+    /// and `min_rtt_ms` (NaN before the first RTT sample).
+    fn info(&self) -> Vec<(&'static str, f64)> {
+        let mut info = vec![("backoffs", self.backoffs as f64)];
+        if let Some(alpha) = self.alpha() {
+            info.push(("alpha", alpha));
+            let min_rtt = self.min_rtt().map_or(f64::NAN, |m| m.as_ns() as f64 / 1e6);
+            info.push(("min_rtt_ms", min_rtt));
+        }
+        info
     }
 
     fn phase(&self) -> &'static str {

@@ -234,6 +234,11 @@ fn jsac_good_normal_bad_and_interval_over_sqrt_n() {
     f.ack(ms(200), ms(30));
     assert_eq!(f.cc.phase(), "good");
     assert_eq!(f.cc.detector.backoffs_plus_one(), 1);
+    // Three back-offs in all (just after t1, t2 and t3).
+    let info = f.cc.info();
+    assert_eq!(info[0], ("backoffs", 3.0));
+    assert_eq!(info[1], ("alpha", 2.0));
+    assert_eq!(info[2], ("min_rtt_ms", 20.0));
     f.ack(ms(210), ms(45));
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + ms(250));
 }
