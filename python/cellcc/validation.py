@@ -59,7 +59,7 @@ SCHEMES: dict[str, RealScheme] = {
             "c2tcp",
             "cellcc_c2tcp",
             "c2tcp",
-            {"tuner": False, "alpha": 2.0, "fidelity": "reference"},
+            {"tuner": False, "alpha": 2.0},
             bpf="c2tcp",
             kernel_params={"alpha_x100": 200},
         ),
@@ -178,7 +178,9 @@ def run_pair(
     row = compare_row(scheme.name, trace, sim, real)
     row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
     row["real_goodput_mbps"] = float(emu.receiver.get("goodput_mbps", math.nan))
-    row["emu_late_over_1ms"] = emu.stats.get("fraction_late_over_1ms", math.nan)
+    row["emu_within_1ms"] = float(
+        emu.stats.get("lateness", {}).get("fraction_within_1ms", math.nan)
+    )
     write_json_atomic(out_dir / "runs" / f"{scheme.name}--{trace}.json", row)
     return row
 
