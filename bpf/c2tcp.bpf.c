@@ -114,6 +114,7 @@ struct c2tcp_stats {
 
 /* C2TCP's own per-socket state (JSAC Algorithm 1 variables plus counters). */
 struct c2tcp_state {
+	struct cellcc_flow_key key;	/* taken at init: the ports are gone by release */
 	__u64 next_time_us;	/* next_time: earliest next back-off */
 	__u64 credit_q16;	/* Eq. (1) credit not yet turned into packets, Q16 packets^2 */
 	__u64 acks;
@@ -374,17 +375,18 @@ void BPF_PROG(c2tcp_init, struct sock *sk)
 	st->n = 1;
 	st->rec_inv_sqrt = C2TCP_REC_INV_SQRT_ONE;
 	st->ca_state = TCP_CA_Open;
+	st->key = cellcc_flow_key_of(sk);
 }
 
 SEC("struct_ops")
 void BPF_PROG(c2tcp_release, struct sock *sk)
 {
-	struct cellcc_flow_key key = cellcc_flow_key_of(sk);
 	struct c2tcp_state *st = c2tcp_state_of(sk);
 
-	if (st)
-		c2tcp_write_stats(sk, st, &key, 1);
-	bpf_map_delete_elem(&c2tcp_params, &key);
+	if (!st)
+		return;
+	c2tcp_write_stats(sk, st, &st->key, 1);
+	bpf_map_delete_elem(&c2tcp_params, &st->key);
 }
 
 SEC("struct_ops")
@@ -424,7 +426,6 @@ void BPF_PROG(c2tcp_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 SEC("struct_ops")
 void BPF_PROG(c2tcp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
-	struct cellcc_flow_key key;
 	struct c2tcp_params p;
 	struct c2tcp_state *st;
 	__s32 rtt_us = sample->rtt_us;
@@ -433,15 +434,14 @@ void BPF_PROG(c2tcp_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	st = c2tcp_state_of(sk);
 	if (!st)
 		return;
-	key = cellcc_flow_key_of(sk);
-	c2tcp_params_of(&key, &p);
+	c2tcp_params_of(&st->key, &p);
 	st->alpha_x100 = p.alpha_x100;
 	st->target_us = p.target_us;
 	st->acks++;
 	/* ACKs without an RTT sample (rtt_us < 0) are ignored, as CUBIC ignores them. */
 	if (rtt_us >= 0)
 		c2tcp_on_rtt(sk, st, &p, rtt_us, sample->pkts_acked);
-	c2tcp_write_stats(sk, st, &key, 0);
+	c2tcp_write_stats(sk, st, &st->key, 0);
 }
 
 SEC("struct_ops")
