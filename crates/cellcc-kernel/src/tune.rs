@@ -118,9 +118,9 @@ pub fn run(algo: &Algo, opts: Options) -> Result<()> {
             let d_sum = sum.saturating_sub(ft.rtt_sum_us);
             ft.rtt_sum_us = sum;
             ft.rtt_samples = count;
-            if d_count > 0 {
+            if let Some(mean_us) = d_sum.checked_div(d_count) {
                 // The period's mean stands for its samples: the Tuner only uses the mean.
-                ft.tuner.record(Dur::from_us(d_sum / d_count));
+                ft.tuner.record(Dur::from_us(mean_us));
             }
             if !ft.tuner.due(now) {
                 continue;
