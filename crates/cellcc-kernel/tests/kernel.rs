@@ -234,3 +234,48 @@ fn c2tcp_carries_a_connection_and_resets_cwnd_when_rtt_stays_above_setpoint() {
         "alpha 10 with a small queue: {small_resets} resets, deep buffer alpha 1.5: {deep_resets}"
     );
 }
+
+#[test]
+fn tuner_raises_alpha_when_the_average_rtt_is_below_target() {
+    let _guard = common::lock();
+    skip_unless_ready!();
+    let _loader = Loader::start(&["c2tcp"]);
+    let tuner = std::process::Command::new(common::BIN)
+        .args(["tune", "--target-ms", "100", "--period-ms", "200"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the tuner starts");
+
+    // Deep buffer, Target 100 ms: with alpha 1.5 C2TCP holds the RTT near 1.5 x 20 ms,
+    // below Target, so the Tuner raises alpha (JSAC Algorithm 3 lines 5-9).
+    let path = TestPath::new(Duration::from_millis(10), "10mbit", 400_000);
+    let t = common::transfer(&path, C2TCP, Duration::from_secs(3), |_| {});
+    let flow = format!(
+        "{}:{}-{}:5201",
+        path.sender_ip, t.local_port, path.receiver_ip
+    );
+    let s = flow_stats(&flow).unwrap_or_else(|| panic!("no stats entry for {flow}"));
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(tuner.id() as i32, libc::SIGTERM) };
+    let out = tuner.wait_with_output().expect("the tuner exits");
+    let log = String::from_utf8_lossy(&out.stdout);
+    println!("{log}");
+    assert!(out.status.success(), "the tuner exits 0 on SIGTERM");
+    assert!(
+        log.contains(&format!("{flow}: tuning from alpha 1.50")),
+        "{log}"
+    );
+    assert!(log.contains("target 100 ms: alpha 1.50 -> "), "{log}");
+    let alpha = u(&s, "alpha_x100");
+    assert!(
+        alpha > 150,
+        "alpha_x100 {alpha} after tuning towards a Target above the RTT"
+    );
+    println!(
+        "tuned: alpha_x100 {alpha}, avg rtt {} us, resets {}",
+        u(&s, "rtt_sum_us") / u(&s, "rtt_samples").max(1),
+        u(&s, "resets")
+    );
+}
