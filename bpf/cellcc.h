@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * Conventions shared by cellcc's BPF congestion controls (bpf/<algo>.bpf.c) and by the
- * user-space side (crates/cellcc-kernel), which mirrors every struct below as #[repr(C)].
+ * user-space side (crates/cellcc-kernel), which mirrors struct cellcc_flow_key and reads
+ * everything else from the objects' BTF (docs/kernel.md).
  *
  * Parameters and statistics of a connection are reachable from any process, not only the
- * one holding the socket, so the Tuner, `cellcc kernel set` and `cellcc kernel stats` can
+ * one holding the socket, so the Tuner, `cellcc-kernel set` and `cellcc-kernel stats` can
  * act on flows they did not open. Each algorithm ALGO defines three maps:
  *
  *   ALGO_defaults  ARRAY, one entry: struct ALGO_params used by every connection that has

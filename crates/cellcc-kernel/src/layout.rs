@@ -3,7 +3,8 @@
 //!
 //! The convention (bpf/cellcc.h, docs/kernel.md) allows only `__u32`, `__u64`, `__s32` and
 //! `__s64` fields in `struct ALGO_params` and `struct ALGO_stats`; a struct with any other
-//! member is rejected when the object is opened.
+//! member is rejected when the object is opened. Padding members (`pad`, `pad_*`, `_*`)
+//! are skipped.
 
 use libbpf_rs::btf::types::{Int, IntEncoding, MemberAttr, Struct};
 use libbpf_rs::btf::BtfType;
@@ -84,6 +85,9 @@ impl Layout {
                 .name
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            if is_padding(&member) {
+                continue;
+            }
             let where_ = format!("struct {name} member {member:?}");
             let offset_bits = match m.attr {
                 MemberAttr::Normal { offset } => offset,
@@ -199,6 +203,11 @@ impl Layout {
         }
         serde_json::Value::Object(map)
     }
+}
+
+/// Explicit padding (`pad`, `pad_*`, `_*`): kept out of keys, tables and JSON.
+fn is_padding(member: &str) -> bool {
+    member.is_empty() || member == "pad" || member.starts_with("pad_") || member.starts_with('_')
 }
 
 /// Decimal (optionally negative) or `0x` hex.

@@ -138,6 +138,9 @@ fn load_object(session: &mut Session, stem: &str, algos: &[&Algo]) -> Result<()>
 
     for a in algos {
         let dir = system::pin_root().join(&a.algo);
+        // Pins left by a loader that died without a pidfile: nothing else can own them,
+        // since no loader runs and the name is not registered.
+        system::remove_pins(&a.algo);
         std::fs::create_dir_all(&dir).context(format!("creating {}", dir.display()))?;
         session.pinned.push(a.algo.clone());
         for mut map in obj.maps_mut() {
