@@ -26,6 +26,18 @@ fn flow_stats(flow: &str) -> Option<Value> {
         .map(|e| e["stats"].clone())
 }
 
+/// cellcc_c2tcp's entry in `list --json`.
+fn c2tcp_entry(list: &Value) -> Value {
+    let algos = list["algorithms"]
+        .as_array()
+        .expect("algorithms is an array");
+    algos
+        .iter()
+        .find(|a| a["name"] == C2TCP)
+        .unwrap_or_else(|| panic!("{C2TCP} missing from {list}"))
+        .clone()
+}
+
 fn u(v: &Value, key: &str) -> u64 {
     v[key]
         .as_u64()
@@ -67,8 +79,7 @@ fn load_list_set_stats_unload_restores_everything() {
 
     let list: Value = serde_json::from_str(&run_ok(&["list", "--json"])).unwrap();
     assert_eq!(list["loader_pid"], loader.pid());
-    let c2tcp = &list["algorithms"][0];
-    assert_eq!(c2tcp["name"], C2TCP);
+    let c2tcp = c2tcp_entry(&list);
     assert_eq!(c2tcp["registered"], true);
     assert_eq!(
         c2tcp["defaults"]["alpha_x100"], 150,
@@ -78,9 +89,10 @@ fn load_list_set_stats_unload_restores_everything() {
     let out = run_ok(&["set", "c2tcp", "alpha_x100=300", "target_us=80000"]);
     assert!(out.contains("alpha_x100=300"), "{out}");
     let list: Value = serde_json::from_str(&run_ok(&["list", "--json"])).unwrap();
-    assert_eq!(list["algorithms"][0]["defaults"]["alpha_x100"], 300);
-    assert_eq!(list["algorithms"][0]["defaults"]["target_us"], 80000);
-    assert_eq!(list["algorithms"][0]["defaults_source"], "defaults map");
+    let c2tcp = c2tcp_entry(&list);
+    assert_eq!(c2tcp["defaults"]["alpha_x100"], 300);
+    assert_eq!(c2tcp["defaults"]["target_us"], 80000);
+    assert_eq!(c2tcp["defaults_source"], "defaults map");
 
     let bad = run(&["set", "c2tcp", "alpha=3"]);
     assert!(!bad.status.success());
