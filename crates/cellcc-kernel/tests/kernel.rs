@@ -76,6 +76,20 @@ fn load_list_set_stats_unload_restores_everything() {
     let second = run(&["load"]);
     assert!(!second.status.success());
     assert!(String::from_utf8_lossy(&second.stderr).contains("another loader is running"));
+    // Without the pidfile, the registered name itself is the reason to refuse.
+    let hidden = format!("{PIDFILE}.test");
+    std::fs::rename(PIDFILE, &hidden).unwrap();
+    let third = run(&["load", "c2tcp"]);
+    std::fs::rename(&hidden, PIDFILE).unwrap();
+    assert!(!third.status.success());
+    let err = String::from_utf8_lossy(&third.stderr);
+    assert!(err.contains("cellcc_c2tcp is already registered"), "{err}");
+    for map in ["c2tcp_defaults", "c2tcp_params", "c2tcp_stats"] {
+        assert!(
+            Path::new(PIN_DIR).join("c2tcp").join(map).exists(),
+            "{map} still pinned"
+        );
+    }
 
     let list: Value = serde_json::from_str(&run_ok(&["list", "--json"])).unwrap();
     assert_eq!(list["loader_pid"], loader.pid());
