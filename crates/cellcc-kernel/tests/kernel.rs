@@ -251,6 +251,13 @@ fn c2tcp_carries_a_connection_and_resets_cwnd_when_rtt_stays_above_setpoint() {
         deep_resets >= 3,
         "RTT above Setpoint for an Interval must reset cwnd ({deep_resets} resets)"
     );
+    // The resets keep the queue short: the mean RTT stays near Setpoint although the
+    // buffer could hold 320 ms (CUBIC passes 150 ms on this path within 3 s).
+    let mean_rtt = u(&s, "rtt_sum_us") / u(&s, "rtt_samples");
+    assert!(
+        mean_rtt < 2 * u(&s, "setpoint_us"),
+        "mean RTT {mean_rtt} us"
+    );
 
     // Small queue (15 KB, 12 ms) and alpha 10: Setpoint 200 ms is never reached.
     let (small_resets, _, s) = resets_for(15_000, 1000);
