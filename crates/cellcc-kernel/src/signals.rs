@@ -1,5 +1,6 @@
-//! SIGINT/SIGTERM handling without handlers: the signals are blocked and taken
-//! synchronously with `sigtimedwait`, so a long-running command can clean up in order.
+//! SIGINT/SIGTERM (and SIGHUP, a closed terminal) handling without handlers: the signals
+//! are blocked and taken synchronously with `sigwait`/`sigtimedwait`, so a long-running
+//! command can clean up in order.
 
 use std::time::Duration;
 
@@ -12,11 +13,12 @@ fn stop_set() -> libc::sigset_t {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
         set
     }
 }
 
-/// Blocks SIGINT and SIGTERM for this thread (call before spawning threads).
+/// Blocks SIGINT, SIGTERM and SIGHUP for this thread (call before spawning threads).
 pub fn block_stop_signals() -> Result<()> {
     let set = stop_set();
     // SAFETY: `set` is initialised; the old mask is not needed.
@@ -29,7 +31,7 @@ pub fn block_stop_signals() -> Result<()> {
     Ok(())
 }
 
-/// Waits for SIGINT or SIGTERM, at most `timeout` (forever if `None`). Returns the
+/// Waits for SIGINT, SIGTERM or SIGHUP, at most `timeout` (forever if `None`). Returns the
 /// signal number, or 0 on timeout.
 pub fn wait_stop_signal(timeout: Option<Duration>) -> Result<i32> {
     let set = stop_set();
