@@ -1,9 +1,10 @@
 //! Compiles every `bpf/*.bpf.c` of the repository into a BPF object and embeds it.
 //!
 //! Steps: `bpftool btf dump file /sys/kernel/btf/vmlinux format c` writes `vmlinux.h` into
-//! `OUT_DIR` (never into the source tree); `clang -g -O2 -target bpf` compiles each source
-//! with `bpf/`, `OUT_DIR` and libbpf's headers (from `libbpf-sys`) on the include path,
-//! warnings as errors; `OUT_DIR/objects.rs` lists the objects for `include!`.
+//! `OUT_DIR` (never into the source tree); `clang -g -O2 -target bpf -D__TARGET_ARCH_x86`
+//! (the architecture being built for) compiles each source with `bpf/`, `OUT_DIR` and
+//! libbpf's headers (from `libbpf-sys`) on the include path, warnings as errors;
+//! `OUT_DIR/objects.rs` lists the objects for `include!`.
 //!
 //! When clang, bpftool or the kernel BTF is missing, the build still succeeds with a
 //! cargo warning: `objects.rs` then embeds no object and records why, and the binary says
@@ -121,7 +122,7 @@ fn build_objects(
         let algo = file.trim_end_matches(".bpf.c").to_string();
         let obj = out.join(format!("{algo}.bpf.o"));
         let result = Command::new(&clang)
-            .args(["-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_x86"])
+            .args(["-g", "-O2", "-target", "bpf", &target_arch_define()])
             .args(["-Wall", "-Werror"])
             .arg(format!("-I{}", bpf_dir.display()))
             .arg(format!("-I{}", out.display()))
@@ -142,6 +143,18 @@ fn build_objects(
         objects.push((algo, obj));
     }
     Ok(objects)
+}
+
+/// `-D__TARGET_ARCH_<arch>` for bpf_tracing.h, from the architecture being built for.
+fn target_arch_define() -> String {
+    let arch = match env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
+        Ok("aarch64") => "arm64",
+        Ok("riscv64") => "riscv",
+        Ok("s390x") => "s390",
+        Ok("powerpc64") => "powerpc",
+        _ => "x86",
+    };
+    format!("-D__TARGET_ARCH_{arch}")
 }
 
 /// Writes `objects.rs`: `OBJECTS` (file stem, bytes) and `MISSING` (why none were built).
