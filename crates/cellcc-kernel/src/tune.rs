@@ -94,7 +94,10 @@ pub fn run(algo: &Algo, opts: Options) -> Result<()> {
                     .map_or(0, |v| v.as_u64())
             };
             if get("released") != 0 {
-                flows.remove(&flow);
+                if let Some(ft) = flows.remove(&flow) {
+                    let alpha = f64::from(ft.tuner.alpha_milli()) / f64::from(ALPHA_ONE);
+                    println!("{flow}: ended at alpha {alpha:.2}");
+                }
                 continue;
             }
             let (sum, count) = (get("rtt_sum_us"), get("rtt_samples"));
