@@ -9,7 +9,8 @@ use crate::bail;
 use crate::error::Result;
 use crate::objects;
 
-/// First kernel with the `cong_control(sk, ack, flag, rs)` signature the objects use.
+/// First kernel with the `cong_control(sk, ack, flag, rs)` signature the algorithms are
+/// written for.
 pub const MIN_KERNEL: (u32, u32) = (6, 10);
 /// The kernel's BTF, needed to load struct_ops programs.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -77,8 +78,8 @@ fn kernel() -> std::result::Result<String, String> {
     match (major, minor) {
         (Some(ma), Some(mi)) if (ma, mi) >= MIN_KERNEL => Ok(format!("Linux {release}")),
         (Some(_), Some(_)) => Err(format!(
-            "Linux {release} is older than {}.{}: the objects use cong_control(sk, ack, flag, rs), \
-             which the kernel would reject",
+            "Linux {release} is older than {}.{}: cellcc's algorithms are written for the \
+             cong_control(sk, ack, flag, rs) signature of 6.10, which this kernel would reject",
             MIN_KERNEL.0, MIN_KERNEL.1
         )),
         _ => Err(format!("cannot parse kernel release {release:?}")),
