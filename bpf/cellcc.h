@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * Conventions shared by cellcc's BPF congestion controls (bpf/<algo>.bpf.c) and by the
- * user-space side (crates/cellcc-kernel), which mirrors every struct below as #[repr(C)].
+ * user-space side (crates/cellcc-kernel), which mirrors struct cellcc_flow_key and reads
+ * everything else from the objects' BTF (docs/kernel.md).
  *
  * Parameters and statistics of a connection are reachable from any process, not only the
- * one holding the socket, so the Tuner, `cellcc kernel set` and `cellcc kernel stats` can
+ * one holding the socket, so the Tuner, `cellcc-kernel set` and `cellcc-kernel stats` can
  * act on flows they did not open. Each algorithm ALGO defines three maps:
  *
  *   ALGO_defaults  ARRAY, one entry: struct ALGO_params used by every connection that has
@@ -20,7 +21,8 @@
 #ifndef CELLCC_BPF_H
 #define CELLCC_BPF_H
 
-/* Include after vmlinux.h, which provides __u16/__u32. */
+/* Include after vmlinux.h, which provides __u16/__u32 and struct sock. */
+#include <bpf/bpf_endian.h>
 
 /* A connection, IPv4 only, as seen by the sender. Addresses are in network byte order
  * (as in struct sock_common); ports are in host byte order. `pad` is zero. */
@@ -34,5 +36,18 @@ struct cellcc_flow_key {
 
 #define CELLCC_STATS_MAX_ENTRIES 4096
 #define CELLCC_PARAMS_MAX_ENTRIES 4096
+
+/* The key of the connection `sk` belongs to (IPv4 fields of struct sock_common; an IPv6
+ * socket gets its v4-mapped addresses, or meaningless ones for native IPv6). */
+static __always_inline struct cellcc_flow_key cellcc_flow_key_of(const struct sock *sk)
+{
+	struct cellcc_flow_key key = {};
+
+	key.local_addr = sk->__sk_common.skc_rcv_saddr;
+	key.remote_addr = sk->__sk_common.skc_daddr;
+	key.local_port = sk->__sk_common.skc_num;
+	key.remote_port = bpf_ntohs(sk->__sk_common.skc_dport);
+	return key;
+}
 
 #endif /* CELLCC_BPF_H */
