@@ -35,4 +35,26 @@ struct cellcc_flow_key {
 #define CELLCC_STATS_MAX_ENTRIES 4096
 #define CELLCC_PARAMS_MAX_ENTRIES 4096
 
+/* ---- Shared helpers for the algorithm programs (not mirrored by user space) ---- */
+
+/* Network to host order for a 16-bit port, without <bpf/bpf_endian.h>. */
+static __always_inline __u16 cellcc_ntohs(__u16 v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return __builtin_bswap16(v);
+#else
+	return v;
+#endif
+}
+
+/* The flow key of a socket as the sender sees it (see struct cellcc_flow_key). */
+static __always_inline void cellcc_flow_key_of(const struct sock *sk, struct cellcc_flow_key *key)
+{
+	key->local_addr = sk->__sk_common.skc_rcv_saddr;
+	key->remote_addr = sk->__sk_common.skc_daddr;
+	key->local_port = sk->__sk_common.skc_num;
+	key->remote_port = cellcc_ntohs(sk->__sk_common.skc_dport);
+	key->pad = 0;
+}
+
 #endif /* CELLCC_BPF_H */
