@@ -64,6 +64,12 @@
  * on loss.
  *
  * Requires TCP timestamps on both ends (net.ipv4.tcp_timestamps = 1, the default).
+ *
+ * Verifier: every division is guarded or has a structurally positive divisor; loops are
+ * bounded and carry no data-dependent branch; the timestamp-window push, a window's
+ * rate, Eq. 8 and the NFL step are global functions (checked once, not once per path).
+ * State lives in socket storage; the only kernel writes are snd_cwnd, sk_pacing_rate
+ * and sk_pacing_status.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
