@@ -166,8 +166,10 @@ for algo in proprate cesar; do
 	ip netns exec "$ns_s" python3 "$work/send.py" 10.231.102.1 5201 "cellcc_$algo" "$seconds" &
 	sender=$!
 	sleep "$(python3 -c "print($seconds / 2)")"
-	ip netns exec "$ns_s" ss -tin dst 10.231.102.1 | grep -Eo "cellcc_$algo.*(pacing_rate [0-9]+bps|cwnd:[0-9]+)" |
-		grep -Eo "cwnd:[0-9]+|pacing_rate [0-9]+bps|rtt:[0-9.]+/[0-9.]+" | tr '\n' ' ' | sed 's/^/  ss: /'
+	# Informational: what the stack reports for the flow half-way through.
+	{ ip netns exec "$ns_s" ss -tin dst 10.231.102.1 | grep -A1 "cellcc_$algo\|:5201" |
+		grep -Eo "cellcc_$algo|rtt:[0-9.]+/[0-9.]+|cwnd:[0-9]+|pacing_rate [0-9]+bps" |
+		tr '\n' ' ' | sed 's/^/  ss: /'; } || true
 	echo
 	wait "$sender"
 	python3 "$work/check.py" "$algo"
