@@ -105,7 +105,7 @@ struct proprate_stats {
 	__u32 state;             /* enum proprate_state */
 	__u32 regime;            /* 0 buffer full (Eq. 7), 1 buffer emptied (Eq. 8) */
 	__u64 rho_bps;           /* receive-rate estimate (0 before the first) */
-	__u64 pacing_rate_bps;   /* sk_pacing_rate written, x8 */
+	__u64 pacing_rate_bps;   /* sk_pacing_rate written, x8 (2^63 = line rate, a burst) */
 	__u64 t_buff_us;         /* last buffer-delay sample */
 	__u64 threshold_us;      /* T */
 	__u64 t_actual_us;       /* the NFL's achieved buffer delay (Eq. 9) */
