@@ -86,6 +86,12 @@ pub struct EmuArgs {
     /// Seed of the loss and PIE random streams.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
+    /// SCHED_FIFO priority of the event loop (1-99) for accurate timing on a busy
+    /// machine; 0 keeps the normal scheduler. The commands always run with the normal
+    /// policy.
+    #[arg(long, value_name = "PRIO", default_value_t = 10,
+          value_parser = clap::value_parser!(i32).range(0..=99))]
+    pub realtime_priority: i32,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, value_name = "CLIENT_CMD")]
     pub command: Vec<OsString>,

@@ -105,6 +105,14 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
         eprintln!("cellcc-emu: warning: cannot lower timer slack ({e}); timing will be coarser");
     }
 
+    if args.realtime_priority > 0 {
+        if let Err(e) = sys::set_realtime(args.realtime_priority) {
+            eprintln!(
+                "cellcc-emu: warning: cannot run as SCHED_FIFO ({e}); timing will be less accurate under load"
+            );
+        }
+    }
+
     let server = netns::create_endpoint(netns::SERVER_TUN, args.server_addr, args.client_addr)?;
     let client = netns::create_endpoint(netns::CLIENT_TUN, args.client_addr, args.server_addr)?;
 

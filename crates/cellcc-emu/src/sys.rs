@@ -43,6 +43,19 @@ pub fn set_timer_slack_ns(ns: libc::c_ulong) -> io::Result<()> {
     check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) }).map(drop)
 }
 
+/// Gives the calling thread the real-time policy SCHED_FIFO at `priority`, with
+/// SCHED_RESET_ON_FORK so that processes it starts get the normal policy back.
+pub fn set_realtime(priority: libc::c_int) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: valid pointer to a sched_param; pid 0 is the calling thread.
+    check(unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
+    })
+    .map(drop)
+}
+
 /// Opens a file with `O_CLOEXEC`.
 pub fn open(path: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: `path` is NUL-terminated; the returned fd is owned by nobody else.
