@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cellcc_link::{
-    AqmVariant, BernoulliLoss, CodelConfig, PieConfig, QueueSpec, Trace, TraceError, TraceMode,
+    AqmVariant, BernoulliLoss, CodelConfig, PieConfig, QueueSpec, ResolvedScheduling,
+    SchedulingConfig, Trace, TraceError, TraceMode,
 };
 use cellcc_units::Dur;
 use clap::{Parser, ValueEnum};
@@ -62,6 +63,14 @@ pub struct EmuArgs {
     /// Bernoulli loss probability on the downlink (mm-loss downlink P).
     #[arg(long, value_name = "P", default_value = "0", value_parser = parse_probability)]
     pub downlink_loss: f64,
+    /// Cellular uplink scheduling after the uplink link: the UE's scheduling-request /
+    /// grant cycle of a preset (e.g. lte-fdd-sr10, nr-tdd-2.5ms).
+    #[arg(long, value_name = "PRESET")]
+    pub uplink_sched: Option<String>,
+    /// Cellular downlink scheduling after the downlink link: the base station's TTI /
+    /// TDD release gate of a preset (e.g. lte-sr20-burst8).
+    #[arg(long, value_name = "PRESET")]
+    pub downlink_sched: Option<String>,
     /// Play the traces once instead of looping (mm-link --once).
     #[arg(long)]
     pub once: bool,
@@ -255,6 +264,22 @@ pub struct DirectionConfig {
     pub trace: Arc<Trace>,
     pub queue: QueueSpec,
     pub loss: BernoulliLoss,
+    /// Cellular scheduling preset of this direction's gate, if any.
+    pub sched: Option<ResolvedScheduling>,
+}
+
+/// Resolves a scheduling preset named on the command line.
+fn parse_sched(name: Option<&str>, option: &str) -> Result<Option<ResolvedScheduling>, UsageError> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    SchedulingConfig {
+        preset: name.to_string(),
+        ..SchedulingConfig::default()
+    }
+    .resolve()
+    .map(Some)
+    .map_err(|e| arg_error(option, e.reason))
 }
 
 /// The validated configuration of a run.
@@ -295,6 +320,7 @@ impl EmuArgs {
             )?,
             loss: BernoulliLoss::try_new(self.uplink_loss)
                 .map_err(|e| arg_error("--uplink-loss", e.to_string()))?,
+            sched: parse_sched(self.uplink_sched.as_deref(), "--uplink-sched")?,
         };
         let downlink = DirectionConfig {
             trace: Arc::new(Trace::from_file(&self.downlink)?),
@@ -305,6 +331,7 @@ impl EmuArgs {
             )?,
             loss: BernoulliLoss::try_new(self.downlink_loss)
                 .map_err(|e| arg_error("--downlink-loss", e.to_string()))?,
+            sched: parse_sched(self.downlink_sched.as_deref(), "--downlink-sched")?,
         };
         let mode = if self.once {
             TraceMode::Once
@@ -508,6 +535,21 @@ mod tests {
         .unwrap();
         let e = a.validate().unwrap_err().to_string();
         assert!(e.starts_with("--client-addr"), "{e}");
+    }
+
+    #[test]
+    fn scheduling_presets_resolve_and_unknown_ones_are_listed() {
+        assert!(parse_sched(Some("lte-fdd-sr10"), "--uplink-sched")
+            .unwrap()
+            .is_some());
+        assert!(parse_sched(None, "--uplink-sched").unwrap().is_none());
+        let e = parse_sched(Some("lte-fast"), "--uplink-sched")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--uplink-sched:") && e.contains("lte-fdd-sr5"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -267,15 +267,22 @@ impl Side {
             }
             None => None,
         };
+        let mut direction = Direction::new(
+            way,
+            link,
+            config.args.delay,
+            dir.loss,
+            ChaCha8Rng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(stream)),
+            log,
+        );
+        if let Some(sched) = &dir.sched {
+            direction = direction.with_gate(match way {
+                Way::Downlink => Box::new(sched.downlink_gate()),
+                Way::Uplink => Box::new(sched.uplink_gate()),
+            });
+        }
         Ok(Side {
-            direction: Direction::new(
-                way,
-                link,
-                config.args.delay,
-                dir.loss,
-                ChaCha8Rng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(stream)),
-                log,
-            ),
+            direction,
             lateness: Lateness::default(),
             write_errors: 0,
         })
@@ -425,6 +432,7 @@ fn summarise(
         trace: dir.trace.name().to_string(),
         queue: queue_description(&dir.queue),
         loss: dir.loss.p(),
+        sched: dir.sched.as_ref().map(|s| s.preset.name.to_string()),
         counters: side.direction.counters().clone(),
         write_errors: side.write_errors,
         held_at_exit: side.direction.held() as u64,

@@ -3,9 +3,13 @@
 //! server outside the shells and the client inside:
 //!
 //! ```text
-//!  downlink (server → client):  read ─► loss ─► delay D ─► queue + trace ─► write
-//!  uplink   (client → server):  read ─► loss ─► queue + trace ─► delay D ─► write
+//!  downlink (server → client):  read ─► loss ─► delay D ─► queue + trace ─► [gate] ─► write
+//!  uplink   (client → server):  read ─► loss ─► queue + trace ─► [gate] ─► delay D ─► write
 //! ```
+//!
+//! The optional gate is a cellular scheduling stage placed where the simulator places it
+//! (`crates/cellcc-link/src/cellular`): the base station's `DownlinkGate` after the
+//! downlink link, the UE's `UplinkGrant` after the uplink link.
 //!
 //! Loss (one `mm-loss` shell per direction) is drawn as the packet enters the direction,
 //! from a seeded ChaCha8 stream. The emulator feeds packets with [`Direction::ingress`]
@@ -21,7 +25,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use cellcc_link::{BernoulliLoss, DelayLine, EnqueueResult, Link};
+use cellcc_link::{BernoulliLoss, DelayLine, EnqueueResult, Link, Stage};
 use cellcc_units::Time;
 use rand_chacha::ChaCha8Rng;
 
@@ -75,6 +79,8 @@ pub struct Direction<T> {
     rng: ChaCha8Rng,
     delay: DelayLine<(T, u32)>,
     link: Link<T>,
+    /// Cellular scheduling stage after the link, if any.
+    gate: Option<Box<dyn Stage<T> + Send>>,
     ready: VecDeque<Ready<T>>,
     counters: DirectionCounters,
     log: Option<MmLog<Box<dyn Write + Send>>>,
@@ -98,11 +104,18 @@ impl<T> Direction<T> {
             rng,
             delay: DelayLine::new(delay),
             link,
+            gate: None,
             ready: VecDeque::new(),
             counters: DirectionCounters::default(),
             log,
             log_error: None,
         }
+    }
+
+    /// Puts a cellular scheduling stage after the link.
+    pub fn with_gate(mut self, gate: Box<dyn Stage<T> + Send>) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     pub fn way(&self) -> Way {
@@ -132,6 +145,13 @@ impl<T> Direction<T> {
         }
         self.link.advance(now);
         self.collect_link_output();
+        if let Some(mut gate) = self.gate.take() {
+            gate.advance(now);
+            while let Some(r) = gate.pop_output() {
+                self.after_gate(r.at, r.item, r.ip_len);
+            }
+            self.gate = Some(gate);
+        }
         if self.way == Way::Uplink {
             while let Some((due, (item, ip_len))) = self.delay.pop_ready_with_time(now) {
                 self.emit(Ready { item, ip_len, due });
@@ -141,10 +161,11 @@ impl<T> Direction<T> {
 
     /// When [`Direction::advance`] next has something to do; `None` when idle.
     pub fn next_wakeup(&self) -> Option<Time> {
-        match (self.delay.next_wakeup(), self.link.next_wakeup()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let gate = self.gate.as_ref().and_then(|g| g.next_wakeup());
+        [self.delay.next_wakeup(), self.link.next_wakeup(), gate]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The next packet due to be written, in due order.
@@ -165,6 +186,7 @@ impl<T> Direction<T> {
         self.delay.len()
             + self.link.queued_packets()
             + usize::from(self.link.has_packet_in_transit())
+            + self.gate.as_ref().map_or(0, |g| g.len())
             + self.ready.len()
     }
 
@@ -202,14 +224,22 @@ impl<T> Direction<T> {
         while let Some(d) = self.link.pop_departure() {
             let size = d.ip_len.saturating_add(framing);
             self.log_with(|log| log.departure(d.departed_at, size, d.enqueued_at));
-            match self.way {
-                Way::Downlink => self.emit(Ready {
-                    item: d.item,
-                    ip_len: d.ip_len,
-                    due: d.departed_at,
-                }),
-                Way::Uplink => self.delay.push(d.departed_at, (d.item, d.ip_len)),
+            match &mut self.gate {
+                Some(gate) => gate.push(d.departed_at, d.item, d.ip_len),
+                None => self.after_gate(d.departed_at, d.item, d.ip_len),
             }
+        }
+    }
+
+    /// A packet leaving the link (or its gate) at `at`.
+    fn after_gate(&mut self, at: Time, item: T, ip_len: u32) {
+        match self.way {
+            Way::Downlink => self.emit(Ready {
+                item,
+                ip_len,
+                due: at,
+            }),
+            Way::Uplink => self.delay.push(at, (item, ip_len)),
         }
     }
 
@@ -332,6 +362,47 @@ mod tests {
         let stats = d.link().stats().clone();
         assert_eq!(out.len() as u64 + stats.drops_queue_full, 10);
         assert_eq!(d.counters().packets_out, out.len() as u64);
+    }
+
+    #[test]
+    fn a_downlink_gate_releases_in_bursts_after_the_link() {
+        // `lte-sr20-burst8`: the base station serves the UE every 8 TTIs (8 ms), so
+        // packets leaving the link at 1, 2, 3 ms are written together at one instant.
+        let sched = cellcc_link::SchedulingConfig {
+            preset: "lte-sr20-burst8".into(),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let mut d = direction(Way::Downlink, vec![1], 0, QueueSpec::Infinite)
+            .with_gate(Box::new(sched.downlink_gate()));
+        for i in 0..3 {
+            d.ingress(Time::from_us(100 + i), i as u32, 1500);
+        }
+        let out = drain(&mut d);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|&(_, due)| due == out[0].1), "{out:?}");
+        assert!(out[0].1 >= 3, "{out:?}");
+        assert_eq!(d.held(), 0);
+    }
+
+    #[test]
+    fn an_uplink_grant_comes_before_the_delay() {
+        // LTE FDD SR every 5 ms: a packet leaving the uplink link at 1 ms waits for an
+        // SR occasion, the grant (+4 ms) and the transmission (+4 ms), then the delay.
+        let sched = cellcc_link::SchedulingConfig {
+            preset: "lte-fdd-sr5".into(),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
+        let mut d = direction(Way::Uplink, vec![1], 10, QueueSpec::Infinite)
+            .with_gate(Box::new(sched.uplink_gate()));
+        d.ingress(Time::from_us(100), 7, 100);
+        let out = drain(&mut d);
+        assert_eq!(out.len(), 1);
+        // At least link (1 ms) + grant and transmission (8 ms) + delay (10 ms).
+        assert!(out[0].1 >= 19, "{out:?}");
     }
 
     #[test]

@@ -109,6 +109,8 @@ pub struct DirectionSummary {
     pub trace: String,
     pub queue: String,
     pub loss: f64,
+    /// Cellular scheduling preset of the gate after the link, if any.
+    pub sched: Option<String>,
     #[serde(flatten)]
     pub counters: DirectionCounters,
     /// Packets that could not be written to the TUN device.
