@@ -7,8 +7,9 @@
 //! The tests run one at a time (a lock), since they measure timing on a shared machine.
 
 use std::collections::BTreeSet;
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -317,17 +318,7 @@ fn run_and_check_cleanup(tag: &str, signal: Option<libc::c_int>) {
         // SAFETY: plain system call to our own child.
         unsafe { libc::kill(emu.id() as libc::pid_t, signo) };
     }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = emu.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = emu.kill();
-            panic!("cellcc-emu did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_or_stop(&mut emu, Duration::from_secs(15));
     let expected = match signal {
         Some(signo) => 128 + signo,
         None => 3,
@@ -410,6 +401,24 @@ fn sigkill_of_the_emulator_leaves_nothing() {
     assert_namespace_gone(&server_ns);
     assert_namespace_gone(&client_ns);
     assert_root_unchanged(&before);
+}
+
+/// Waits for `child` up to `limit`; past it, SIGTERM (the emulator cleans up), then
+/// fails the test.
+fn wait_or_stop(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: plain system call to our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = child.wait();
+            panic!("cellcc-emu did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn run_bad_input(args: &[&str]) -> Output {
@@ -515,7 +524,7 @@ fn cubic_goodput_and_timing_on_constant_rate_traces() {
             "exec {FLOW} send --to $CELLCC_EMU_CLIENT_ADDR:{port} --cc cubic --duration {TRANSFER_S} --summary {}",
             dir.s("send.json")
         );
-        let out = Command::new(EMU)
+        let mut emu = Command::new(EMU)
             .args([
                 "--delay",
                 "20",
@@ -540,13 +549,15 @@ fn cubic_goodput_and_timing_on_constant_rate_traces() {
                 &dir.s("recv.json"),
             ])
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::null())
+            .stderr(File::create(dir.path("stderr")).unwrap())
+            .spawn()
             .expect("start cellcc-emu");
+        let status = wait_or_stop(&mut emu, Duration::from_secs(TRANSFER_S + 30));
         assert!(
-            out.status.success(),
-            "{mbps} Mbit/s: cellcc-emu exited with {:?}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
+            status.success(),
+            "{mbps} Mbit/s: cellcc-emu exited with {status:?}: {}",
+            std::fs::read_to_string(dir.path("stderr")).unwrap_or_default()
         );
         let recv = json(&dir.path("recv.json"));
         let stats = json(&dir.path("stats.json"));
