@@ -311,6 +311,17 @@ impl EmuArgs {
                 ));
             }
         }
+        if let Some(program) = self.command.first() {
+            if !program_exists(program) {
+                return Err(arg_error(
+                    "CLIENT_CMD",
+                    format!(
+                        "{}: no such program (not a file, and not found in PATH)",
+                        program.to_string_lossy()
+                    ),
+                ));
+            }
+        }
         let uplink = DirectionConfig {
             trace: Arc::new(Trace::from_file(&self.uplink)?),
             queue: parse_queue(
@@ -345,6 +356,19 @@ impl EmuArgs {
             downlink,
         })
     }
+}
+
+/// Whether `program` names a file (with a `/`) or is found in `PATH`, as `execvp`
+/// would look it up.
+fn program_exists(program: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if program.as_bytes().contains(&b'/') {
+        return std::path::Path::new(program).is_file();
+    }
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
 }
 
 /// Mahimahi's spelling of a queue for log headers: `droptail [packets=400]`.
@@ -518,6 +542,13 @@ mod tests {
         let e = a.validate().unwrap_err().to_string();
         assert!(e.contains("bad.trace:3:"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_client_program_is_a_usage_error() {
+        assert!(program_exists(std::ffi::OsStr::new("sh")));
+        assert!(!program_exists(std::ffi::OsStr::new("no-such-program-xyz")));
+        assert!(!program_exists(std::ffi::OsStr::new("./no/such/program")));
     }
 
     #[test]

@@ -498,6 +498,16 @@ fn bad_queue_args_and_numbers_are_exit_2_naming_the_argument() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-dir/x.json"));
+    let out = run_bad_input(&[
+        "--uplink",
+        &t,
+        "--downlink",
+        &t,
+        "--",
+        "no-such-program-xyz",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-program-xyz"));
 }
 
 /// Duration of each goodput transfer.
