@@ -522,7 +522,7 @@ fn cubic_goodput_and_timing_on_constant_rate_traces() {
     require_emulation!();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut failures = Vec::new();
-    println!("rate_mbps  goodput_mbps  ideal_mbps  ratio  on_time_1ms  p99_us  max_us  cpu_fraction  drops");
+    println!("rate_mbps  goodput_mbps  ideal_mbps  ratio  on_time_1ms  p99_us  max_us  cpu_fraction  drops  min_rtt_ms");
     for mbps in [12u64, 48, 96, 200] {
         let dir = TempDir::new(&format!("goodput{mbps}"));
         let trace = dir.path("c.trace");
@@ -534,7 +534,14 @@ fn cubic_goodput_and_timing_on_constant_rate_traces() {
             "exec {FLOW} send --to $CELLCC_EMU_CLIENT_ADDR:{port} --cc cubic --duration {TRANSFER_S} --summary {}",
             dir.s("send.json")
         );
+        // The slowest run also writes the downlink's mm-link log, checked below.
+        let log_args = if mbps == 12 {
+            vec!["--downlink-log".to_string(), dir.s("down.log")]
+        } else {
+            Vec::new()
+        };
         let mut emu = Command::new(EMU)
+            .args(&log_args)
             .args([
                 "--delay",
                 "20",
@@ -575,13 +582,30 @@ fn cubic_goodput_and_timing_on_constant_rate_traces() {
         let lateness = &stats["lateness"];
         let on_time = lateness["fraction_within_1ms"].as_f64().unwrap();
         let ratio = goodput / ideal_mbps;
+        let min_rtt_ms = json(&dir.path("send.json"))["last"]["min_rtt_us"]
+            .as_f64()
+            .unwrap()
+            / 1e3;
         println!(
-            "{mbps:>9}  {goodput:>12.2}  {ideal_mbps:>10.2}  {ratio:>5.3}  {on_time:>11.4}  {:>6.0}  {:>6.0}  {:>12.3}  {}",
+            "{mbps:>9}  {goodput:>12.2}  {ideal_mbps:>10.2}  {ratio:>5.3}  {on_time:>11.4}  {:>6.0}  {:>6.0}  {:>12.3}  {:>5}  {min_rtt_ms:>10.3}",
             lateness["p99_us"].as_f64().unwrap(),
             lateness["max_us"].as_f64().unwrap(),
             stats["cpu_fraction"].as_f64().unwrap(),
             stats["downlink"]["link"]["drops_queue_full"],
         );
+        // Two 20 ms delays, plus waiting for an opportunity in each direction: trace
+        // timestamps are whole ms, so at any rate a packet may wait up to 1 ms (an ACK
+        // sent as data arrives at an opportunity just misses it, as in Mahimahi), plus
+        // 1 ms for the machine.
+        let max_rtt_ms = 40.0 + 2.0 + 1.0;
+        if !(40.0..=max_rtt_ms).contains(&min_rtt_ms) {
+            failures.push(format!(
+                "{mbps} Mbit/s: sender's min RTT {min_rtt_ms:.3} ms is not in [40, {max_rtt_ms:.3}] ms"
+            ));
+        }
+        if mbps == 12 {
+            check_log(&dir.path("down.log"), &stats["downlink"]["link"], per_s);
+        }
         if (ratio - 1.0).abs() > GOODPUT_TOLERANCE {
             failures.push(format!(
                 "{mbps} Mbit/s: goodput {goodput:.2} Mbit/s is not within 5 % of {ideal_mbps:.2}"
@@ -595,4 +619,46 @@ fn cubic_goodput_and_timing_on_constant_rate_traces() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The mm-link log agrees with the link's counters: one `-` line per departure, one `+`
+/// per arrival at the link (accepted or refused), one `d` per refused arrival, an
+/// opportunity line for every opportunity, in time order.
+fn check_log(path: &Path, link: &Value, per_s: u64) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.starts_with("# mahimahi mm-link (cellcc-emu) [downlink]"));
+    assert!(text.contains("# queue: droptail [packets=400]"));
+    let (mut arrivals, mut departures, mut drops, mut opportunities) = (0u64, 0u64, 0u64, 0u64);
+    let mut last_t = 0u64;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let t: u64 = fields[0]
+            .parse()
+            .unwrap_or_else(|_| panic!("bad line {line:?}"));
+        assert!(t >= last_t, "log out of order at {line:?}");
+        last_t = t;
+        match fields[1] {
+            "+" => arrivals += 1,
+            "-" => departures += 1,
+            "d" => drops += 1,
+            "#" => {
+                assert_eq!(fields[2], "1504");
+                opportunities += 1;
+            }
+            other => panic!("unknown event {other:?} in {line:?}"),
+        }
+    }
+    let count = |key: &str| link[key].as_u64().unwrap();
+    assert_eq!(departures, count("packets_departed"));
+    assert_eq!(drops, count("drops_queue_full"));
+    assert_eq!(
+        arrivals,
+        count("packets_accepted") + count("drops_queue_full")
+    );
+    // Opportunities up to the end of the run: about per_s for each second logged.
+    let expected = per_s as f64 * last_t as f64 / 1000.0;
+    assert!(
+        (opportunities as f64 - expected).abs() <= per_s as f64 / 100.0 + 2.0,
+        "{opportunities} opportunity lines for {last_t} ms, expected about {expected:.0}"
+    );
 }
