@@ -1,0 +1,595 @@
+//! Command line of `cellcc-emu`, shaped like `mm-delay D mm-link UP DOWN -- cmd`, and the
+//! checks that turn it into a validated configuration.
+//!
+//! Every user error becomes a [`UsageError`] that names the argument (or the trace file
+//! and line) and says how to fix it; the binary prints it and exits with status 2.
+
+use std::ffi::OsString;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cellcc_link::{
+    AqmVariant, BernoulliLoss, CodelConfig, PieConfig, QueueSpec, ResolvedScheduling,
+    SchedulingConfig, Trace, TraceError, TraceMode,
+};
+use cellcc_units::Dur;
+use clap::{Parser, ValueEnum};
+
+/// Exit status for bad input (as clap uses for usage errors).
+pub const EXIT_USAGE: i32 = 2;
+
+/// Longest one-way delay accepted: an hour, far beyond any experiment.
+const MAX_DELAY_MS: f64 = 3_600_000.0;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "cellcc-emu",
+    version,
+    about = "Real-time Mahimahi-compatible link emulator (mm-delay + mm-link + mm-loss) \
+             between two network namespaces",
+    after_help = "Downlink = server -> client, uplink = client -> server. The server \
+                  command runs in the \"server\" namespace, the client command in the \
+                  \"client\" namespace; both see CELLCC_EMU_SERVER_ADDR and \
+                  CELLCC_EMU_CLIENT_ADDR. Without a client command the emulator runs \
+                  until SIGINT/SIGTERM and prints how to enter the namespaces."
+)]
+pub struct EmuArgs {
+    /// One-way propagation delay in ms, each direction (mm-delay); decimals allowed.
+    #[arg(long, value_name = "MS", default_value = "0", value_parser = parse_delay)]
+    pub delay: Dur,
+    /// Mahimahi trace of the uplink (client -> server).
+    #[arg(long, value_name = "TRACE")]
+    pub uplink: PathBuf,
+    /// Mahimahi trace of the downlink (server -> client).
+    #[arg(long, value_name = "TRACE")]
+    pub downlink: PathBuf,
+    /// Uplink queue discipline.
+    #[arg(long, value_enum, default_value_t = QueueKind::Infinite)]
+    pub uplink_queue: QueueKind,
+    /// Uplink queue arguments in Mahimahi's spelling, e.g. "packets=400" or
+    /// "target=5, interval=100, packets=1000".
+    #[arg(long, value_name = "ARGS", default_value = "")]
+    pub uplink_queue_args: String,
+    /// Downlink queue discipline.
+    #[arg(long, value_enum, default_value_t = QueueKind::Infinite)]
+    pub downlink_queue: QueueKind,
+    /// Downlink queue arguments (as --uplink-queue-args).
+    #[arg(long, value_name = "ARGS", default_value = "")]
+    pub downlink_queue_args: String,
+    /// Bernoulli loss probability on the uplink (mm-loss uplink P).
+    #[arg(long, value_name = "P", default_value = "0", value_parser = parse_probability)]
+    pub uplink_loss: f64,
+    /// Bernoulli loss probability on the downlink (mm-loss downlink P).
+    #[arg(long, value_name = "P", default_value = "0", value_parser = parse_probability)]
+    pub downlink_loss: f64,
+    /// Cellular uplink scheduling after the uplink link: the UE's scheduling-request /
+    /// grant cycle of a preset (e.g. lte-fdd-sr10, nr-tdd-2.5ms).
+    #[arg(long, value_name = "PRESET")]
+    pub uplink_sched: Option<String>,
+    /// Cellular downlink scheduling after the downlink link: the base station's TTI /
+    /// TDD release gate of a preset (e.g. lte-sr20-burst8).
+    #[arg(long, value_name = "PRESET")]
+    pub downlink_sched: Option<String>,
+    /// Play the traces once instead of looping (mm-link --once).
+    #[arg(long)]
+    pub once: bool,
+    /// Write the uplink's mm-link log here.
+    #[arg(long, value_name = "FILE")]
+    pub uplink_log: Option<PathBuf>,
+    /// Write the downlink's mm-link log here.
+    #[arg(long, value_name = "FILE")]
+    pub downlink_log: Option<PathBuf>,
+    /// Write a JSON summary here at exit (packets, drops, lateness, CPU time).
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+    /// Shell command (run with `sh -c`) in the server namespace.
+    #[arg(long, value_name = "SHELL CMD")]
+    pub server_cmd: Option<String>,
+    /// Address of the server end.
+    #[arg(long, value_name = "IPV4", default_value = "10.64.0.1")]
+    pub server_addr: Ipv4Addr,
+    /// Address of the client end.
+    #[arg(long, value_name = "IPV4", default_value = "10.64.0.2")]
+    pub client_addr: Ipv4Addr,
+    /// Seed of the loss and PIE random streams.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// SCHED_FIFO priority of the event loop (1-99) for accurate timing on a busy
+    /// machine; 0 keeps the normal scheduler. The commands always run with the normal
+    /// policy.
+    #[arg(long, value_name = "PRIO", default_value_t = 10,
+          value_parser = clap::value_parser!(i32).range(0..=99))]
+    pub realtime_priority: i32,
+    /// The client command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CLIENT_CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Mahimahi's queue names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QueueKind {
+    Infinite,
+    Droptail,
+    Drophead,
+    Codel,
+    Pie,
+}
+
+/// A bad argument or input file.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("{option}: {message}")]
+    Argument { option: String, message: String },
+    #[error("{0}")]
+    Trace(#[from] TraceError),
+}
+
+fn arg_error(option: &str, message: impl Into<String>) -> UsageError {
+    UsageError::Argument {
+        option: option.to_string(),
+        message: message.into(),
+    }
+}
+
+fn parse_delay(s: &str) -> Result<Dur, String> {
+    let ms: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of milliseconds (e.g. 20 or 2.5)"))?;
+    if !ms.is_finite() || !(0.0..=MAX_DELAY_MS).contains(&ms) {
+        return Err(format!("{s} ms must be between 0 and {MAX_DELAY_MS} ms"));
+    }
+    Ok(Dur::from_ns((ms * 1e6).round() as u64))
+}
+
+fn parse_probability(s: &str) -> Result<f64, String> {
+    let p: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a probability (e.g. 0.01 for 1 %)"))?;
+    BernoulliLoss::try_new(p).map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+/// Parses Mahimahi's `--*-queue-args` ("name=NUMBER, name=NUMBER") for `kind`.
+/// `option` names the command-line option in errors. CoDel and PIE default to the
+/// `mahimahi` variant (what `mm-link` runs); `variant=rfc` selects the RFC algorithm.
+pub fn parse_queue(kind: QueueKind, args: &str, option: &str) -> Result<QueueSpec, UsageError> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for part in args.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        let Some((name, value)) = part.split_once('=') else {
+            return Err(arg_error(
+                option,
+                format!("{part:?} is not of the form name=value (e.g. packets=400)"),
+            ));
+        };
+        let (name, value) = (name.trim().to_string(), value.trim().to_string());
+        if pairs.iter().any(|(n, _)| *n == name) {
+            return Err(arg_error(option, format!("`{name}` is given twice")));
+        }
+        pairs.push((name, value));
+    }
+    let allowed: &[&str] = match kind {
+        QueueKind::Infinite => &[],
+        QueueKind::Droptail | QueueKind::Drophead => &["packets", "bytes"],
+        QueueKind::Codel => &["target", "interval", "packets", "bytes", "variant"],
+        QueueKind::Pie => &["qdelay_ref", "max_burst", "packets", "bytes", "variant"],
+    };
+    let kind_name = kind
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    for (name, _) in &pairs {
+        if !allowed.contains(&name.as_str()) {
+            let hint = if allowed.is_empty() {
+                format!("the {kind_name} queue takes no arguments")
+            } else {
+                format!("the {kind_name} queue takes {}", allowed.join(", "))
+            };
+            return Err(arg_error(
+                option,
+                format!("unknown argument `{name}`: {hint}"),
+            ));
+        }
+    }
+    let number = |name: &str| -> Result<Option<u64>, UsageError> {
+        let Some((_, v)) = pairs.iter().find(|(n, _)| n == name) else {
+            return Ok(None);
+        };
+        v.parse::<u64>().map(Some).map_err(|_| {
+            arg_error(
+                option,
+                format!("`{name}={v}`: expected a non-negative whole number"),
+            )
+        })
+    };
+    let variant = || -> Result<AqmVariant, UsageError> {
+        match pairs
+            .iter()
+            .find(|(n, _)| n == "variant")
+            .map(|(_, v)| v.as_str())
+        {
+            None | Some("mahimahi") => Ok(AqmVariant::Mahimahi),
+            Some("rfc") => Ok(AqmVariant::Rfc),
+            Some(other) => Err(arg_error(
+                option,
+                format!("`variant={other}`: expected mahimahi or rfc"),
+            )),
+        }
+    };
+    let spec = match kind {
+        QueueKind::Infinite => QueueSpec::Infinite,
+        QueueKind::Droptail => QueueSpec::DropTail {
+            packets: number("packets")?,
+            bytes: number("bytes")?,
+        },
+        QueueKind::Drophead => QueueSpec::DropHead {
+            packets: number("packets")?,
+            bytes: number("bytes")?,
+        },
+        QueueKind::Codel => {
+            let defaults = CodelConfig::default();
+            QueueSpec::Codel(CodelConfig {
+                variant: variant()?,
+                target_ms: number("target")?.unwrap_or(defaults.target_ms),
+                interval_ms: number("interval")?.unwrap_or(defaults.interval_ms),
+                packets: number("packets")?,
+                bytes: number("bytes")?,
+            })
+        }
+        QueueKind::Pie => {
+            let defaults = PieConfig::default();
+            QueueSpec::Pie(PieConfig {
+                variant: variant()?,
+                qdelay_ref_ms: number("qdelay_ref")?.unwrap_or(defaults.qdelay_ref_ms),
+                max_burst_ms: number("max_burst")?.unwrap_or(defaults.max_burst_ms),
+                packets: number("packets")?,
+                bytes: number("bytes")?,
+                ..defaults
+            })
+        }
+    };
+    spec.validate()
+        .map_err(|e| arg_error(option, format!("{e}")))?;
+    Ok(spec)
+}
+
+/// The validated configuration of one direction.
+#[derive(Debug, Clone)]
+pub struct DirectionConfig {
+    pub trace: Arc<Trace>,
+    pub queue: QueueSpec,
+    pub loss: BernoulliLoss,
+    /// Cellular scheduling preset of this direction's gate, if any.
+    pub sched: Option<ResolvedScheduling>,
+}
+
+/// Resolves a scheduling preset named on the command line.
+fn parse_sched(name: Option<&str>, option: &str) -> Result<Option<ResolvedScheduling>, UsageError> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    SchedulingConfig {
+        preset: name.to_string(),
+        ..SchedulingConfig::default()
+    }
+    .resolve()
+    .map(Some)
+    .map_err(|e| arg_error(option, e.reason))
+}
+
+/// The validated configuration of a run.
+#[derive(Debug, Clone)]
+pub struct EmuConfig {
+    pub args: EmuArgs,
+    pub mode: TraceMode,
+    pub uplink: DirectionConfig,
+    pub downlink: DirectionConfig,
+}
+
+impl EmuArgs {
+    /// Reads the traces and checks every argument clap cannot check alone.
+    pub fn validate(self) -> Result<EmuConfig, UsageError> {
+        if self.server_addr == self.client_addr {
+            return Err(arg_error(
+                "--client-addr",
+                format!("must differ from --server-addr ({})", self.server_addr),
+            ));
+        }
+        for (addr, option) in [
+            (self.server_addr, "--server-addr"),
+            (self.client_addr, "--client-addr"),
+        ] {
+            if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
+                return Err(arg_error(
+                    option,
+                    format!("{addr} is not a unicast address"),
+                ));
+            }
+        }
+        if let Some(program) = self.command.first() {
+            if !program_exists(program) {
+                return Err(arg_error(
+                    "CLIENT_CMD",
+                    format!(
+                        "{}: no such program (not a file, and not found in PATH)",
+                        program.to_string_lossy()
+                    ),
+                ));
+            }
+        }
+        let uplink = DirectionConfig {
+            trace: Arc::new(Trace::from_file(&self.uplink)?),
+            queue: parse_queue(
+                self.uplink_queue,
+                &self.uplink_queue_args,
+                "--uplink-queue-args",
+            )?,
+            loss: BernoulliLoss::try_new(self.uplink_loss)
+                .map_err(|e| arg_error("--uplink-loss", e.to_string()))?,
+            sched: parse_sched(self.uplink_sched.as_deref(), "--uplink-sched")?,
+        };
+        let downlink = DirectionConfig {
+            trace: Arc::new(Trace::from_file(&self.downlink)?),
+            queue: parse_queue(
+                self.downlink_queue,
+                &self.downlink_queue_args,
+                "--downlink-queue-args",
+            )?,
+            loss: BernoulliLoss::try_new(self.downlink_loss)
+                .map_err(|e| arg_error("--downlink-loss", e.to_string()))?,
+            sched: parse_sched(self.downlink_sched.as_deref(), "--downlink-sched")?,
+        };
+        let mode = if self.once {
+            TraceMode::Once
+        } else {
+            TraceMode::Loop
+        };
+        Ok(EmuConfig {
+            args: self,
+            mode,
+            uplink,
+            downlink,
+        })
+    }
+}
+
+/// Whether `program` names a file (with a `/`) or is found in `PATH`, as `execvp`
+/// would look it up.
+fn program_exists(program: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if program.as_bytes().contains(&b'/') {
+        return std::path::Path::new(program).is_file();
+    }
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+}
+
+/// Mahimahi's spelling of a queue for log headers: `droptail [packets=400]`.
+pub fn queue_description(spec: &QueueSpec) -> String {
+    let limits = |packets: &Option<u64>, bytes: &Option<u64>| {
+        let mut parts = Vec::new();
+        if let Some(p) = packets {
+            parts.push(format!("packets={p}"));
+        }
+        if let Some(b) = bytes {
+            parts.push(format!("bytes={b}"));
+        }
+        parts.join(", ")
+    };
+    match spec {
+        QueueSpec::Infinite => "infinite".to_string(),
+        QueueSpec::DropTail { packets, bytes } => format!("droptail [{}]", limits(packets, bytes)),
+        QueueSpec::DropHead { packets, bytes } => format!("drophead [{}]", limits(packets, bytes)),
+        QueueSpec::Codel(c) => format!("{c}"),
+        QueueSpec::Pie(p) => format!("{p}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<EmuArgs, clap::Error> {
+        EmuArgs::try_parse_from(std::iter::once("cellcc-emu").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn mm_link_shape_parses() {
+        let a = parse(&[
+            "--delay",
+            "20",
+            "--uplink",
+            "up",
+            "--downlink",
+            "down",
+            "--downlink-queue=droptail",
+            "--downlink-queue-args=packets=400",
+            "--",
+            "ping",
+            "-c",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(a.delay, Dur::from_ms(20));
+        assert_eq!(a.downlink_queue, QueueKind::Droptail);
+        assert_eq!(a.uplink_queue, QueueKind::Infinite);
+        assert_eq!(a.command, ["ping", "-c", "1"]);
+        assert_eq!(a.server_addr, Ipv4Addr::new(10, 64, 0, 1));
+        assert_eq!(a.client_addr, Ipv4Addr::new(10, 64, 0, 2));
+    }
+
+    #[test]
+    fn fractional_delay_and_bad_numbers() {
+        let a = parse(&["--delay", "2.5", "--uplink", "u", "--downlink", "d"]).unwrap();
+        assert_eq!(a.delay, Dur::from_us(2500));
+        assert!(parse(&["--delay", "-1", "--uplink", "u", "--downlink", "d"]).is_err());
+        assert!(parse(&["--delay", "abc", "--uplink", "u", "--downlink", "d"]).is_err());
+        let e = parse(&["--uplink-loss", "1.5", "--uplink", "u", "--downlink", "d"]).unwrap_err();
+        assert!(e.to_string().contains("--uplink-loss"), "{e}");
+        assert_eq!(e.exit_code(), EXIT_USAGE);
+    }
+
+    #[test]
+    fn missing_trace_is_a_usage_error() {
+        let e = parse(&["--uplink", "u"]).unwrap_err();
+        assert!(e.to_string().contains("--downlink"), "{e}");
+        assert_eq!(e.exit_code(), EXIT_USAGE);
+    }
+
+    #[test]
+    fn queue_args_in_mahimahi_spelling() {
+        assert_eq!(
+            parse_queue(QueueKind::Droptail, "packets=400, bytes=60000", "--q").unwrap(),
+            QueueSpec::DropTail {
+                packets: Some(400),
+                bytes: Some(60000)
+            }
+        );
+        assert_eq!(
+            parse_queue(QueueKind::Drophead, "bytes=3000", "--q").unwrap(),
+            QueueSpec::DropHead {
+                packets: None,
+                bytes: Some(3000)
+            }
+        );
+        let QueueSpec::Codel(c) = parse_queue(
+            QueueKind::Codel,
+            "target=5, interval=100, packets=1000",
+            "--q",
+        )
+        .unwrap() else {
+            panic!("expected codel");
+        };
+        assert_eq!(
+            (c.variant, c.target_ms, c.interval_ms),
+            (AqmVariant::Mahimahi, 5, 100)
+        );
+        assert_eq!(c.packets, Some(1000));
+        let QueueSpec::Pie(p) = parse_queue(
+            QueueKind::Pie,
+            "qdelay_ref=20, max_burst=100, packets=200, variant=rfc",
+            "--q",
+        )
+        .unwrap() else {
+            panic!("expected pie");
+        };
+        assert_eq!(
+            (p.variant, p.qdelay_ref_ms, p.max_burst_ms),
+            (AqmVariant::Rfc, 20, 100)
+        );
+        assert_eq!(
+            parse_queue(QueueKind::Infinite, "", "--q").unwrap(),
+            QueueSpec::Infinite
+        );
+    }
+
+    #[test]
+    fn bad_queue_args_name_the_option_and_the_problem() {
+        let msg = |kind, args| {
+            parse_queue(kind, args, "--downlink-queue-args")
+                .unwrap_err()
+                .to_string()
+        };
+        let m = msg(QueueKind::Droptail, "");
+        assert!(
+            m.starts_with("--downlink-queue-args:") && m.contains("limit"),
+            "{m}"
+        );
+        let m = msg(QueueKind::Droptail, "packets=lots");
+        assert!(
+            m.contains("packets=lots") && m.contains("whole number"),
+            "{m}"
+        );
+        let m = msg(QueueKind::Droptail, "packet=10");
+        assert!(
+            m.contains("unknown argument `packet`") && m.contains("packets, bytes"),
+            "{m}"
+        );
+        let m = msg(QueueKind::Infinite, "packets=10");
+        assert!(m.contains("takes no arguments"), "{m}");
+        let m = msg(QueueKind::Droptail, "packets=0");
+        assert!(m.contains("packets"), "{m}");
+        let m = msg(QueueKind::Droptail, "packets");
+        assert!(m.contains("name=value"), "{m}");
+        let m = msg(QueueKind::Droptail, "packets=1, packets=2");
+        assert!(m.contains("twice"), "{m}");
+        let m = msg(QueueKind::Codel, "variant=linux");
+        assert!(m.contains("mahimahi or rfc"), "{m}");
+    }
+
+    #[test]
+    fn malformed_trace_names_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("cellcc-emu-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("bad.trace");
+        std::fs::write(&bad, "1\n2\nx3\n").unwrap();
+        let good = dir.join("good.trace");
+        std::fs::write(&good, "1\n").unwrap();
+        let a = parse(&[
+            "--uplink",
+            good.to_str().unwrap(),
+            "--downlink",
+            bad.to_str().unwrap(),
+        ])
+        .unwrap();
+        let e = a.validate().unwrap_err().to_string();
+        assert!(e.contains("bad.trace:3:"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_client_program_is_a_usage_error() {
+        assert!(program_exists(std::ffi::OsStr::new("sh")));
+        assert!(!program_exists(std::ffi::OsStr::new("no-such-program-xyz")));
+        assert!(!program_exists(std::ffi::OsStr::new("./no/such/program")));
+    }
+
+    #[test]
+    fn identical_addresses_are_refused() {
+        let a = parse(&[
+            "--uplink",
+            "u",
+            "--downlink",
+            "d",
+            "--server-addr",
+            "10.1.1.1",
+            "--client-addr",
+            "10.1.1.1",
+        ])
+        .unwrap();
+        let e = a.validate().unwrap_err().to_string();
+        assert!(e.starts_with("--client-addr"), "{e}");
+    }
+
+    #[test]
+    fn scheduling_presets_resolve_and_unknown_ones_are_listed() {
+        assert!(parse_sched(Some("lte-fdd-sr10"), "--uplink-sched")
+            .unwrap()
+            .is_some());
+        assert!(parse_sched(None, "--uplink-sched").unwrap().is_none());
+        let e = parse_sched(Some("lte-fast"), "--uplink-sched")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--uplink-sched:") && e.contains("lte-fdd-sr5"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn queue_descriptions_use_mahimahi_spelling() {
+        let spec = QueueSpec::DropTail {
+            packets: Some(400),
+            bytes: None,
+        };
+        assert_eq!(queue_description(&spec), "droptail [packets=400]");
+        assert_eq!(queue_description(&QueueSpec::Infinite), "infinite");
+    }
+}

@@ -1,0 +1,611 @@
+//! `cellcc-flow`: one bulk TCP transfer for experiments through the emulator.
+//!
+//! * `recv` listens, accepts one connection and reads until EOF, logging every read.
+//! * `send` selects a congestion control with `TCP_CONGESTION` before connecting,
+//!   connects (retrying while the receiver is not listening yet), writes for a fixed
+//!   time while sampling `TCP_INFO`, and closes.
+//!
+//! Times in logs are CLOCK_MONOTONIC nanoseconds since the tool's start, whose absolute
+//! value is in the summary (`start_monotonic_ns`), so logs of the two ends (and of the
+//! emulator, whose clock is the same) can be aligned.
+//!
+//! Log formats (CSV with a header line):
+//! * receiver `--log`: `t_ns,bytes`, one line per `read` that returned data;
+//! * sender `--info-log`: `t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,
+//!   delivery_rate_bps,bytes_acked,retrans,lost`, one line per sample; `cwnd` in
+//!   packets, rates in bit/s (the kernel reports bytes/s), `retrans` = total
+//!   retransmitted segments, `lost` = segments currently marked lost.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::sys;
+
+/// Size of each `write` (and of the receive buffer).
+const CHUNK_BYTES: usize = 256 * 1024;
+/// Pause between connection attempts while the receiver is not listening.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+const ALLOWED_CC: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+
+/// Why a transfer failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    /// Bad input (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// Anything else (exit 1).
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl FlowError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            FlowError::Usage(_) => crate::cli::EXIT_USAGE,
+            FlowError::Io { .. } => 1,
+        }
+    }
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> FlowError {
+    let context = context.into();
+    move |source| FlowError::Io { context, source }
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, FlowError> {
+    File::create(path)
+        .map(|f| BufWriter::with_capacity(1 << 16, f))
+        .map_err(|e| FlowError::Usage(format!("{}: cannot create: {e}", path.display())))
+}
+
+fn write_json(path: Option<&Path>, value: &impl Serialize) -> Result<(), FlowError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| FlowError::Io {
+        context: "encoding the summary".into(),
+        source: io::Error::other(e),
+    })?;
+    match path {
+        Some(path) => {
+            std::fs::write(path, text + "\n").map_err(io_err(format!("writing {}", path.display())))
+        }
+        None => {
+            println!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// Nanoseconds since `start` on CLOCK_MONOTONIC.
+fn since(start: u64) -> u64 {
+    sys::monotonic_ns().saturating_sub(start)
+}
+
+/// Options of `cellcc-flow recv`.
+#[derive(Debug, Clone)]
+pub struct RecvOptions {
+    pub port: u16,
+    pub bind: IpAddr,
+    pub log: Option<PathBuf>,
+    pub summary: Option<PathBuf>,
+}
+
+/// What the receiver reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecvSummary {
+    /// CLOCK_MONOTONIC ns at the tool's start; every other time is relative to it.
+    pub start_monotonic_ns: u64,
+    pub peer: String,
+    pub accepted_ns: u64,
+    pub first_byte_ns: Option<u64>,
+    pub last_byte_ns: Option<u64>,
+    pub bytes: u64,
+    pub reads: u64,
+    /// From the first to the last byte, s.
+    pub duration_s: f64,
+    /// bytes × 8 / duration, Mbit/s.
+    pub goodput_mbps: f64,
+}
+
+/// Receives one connection until EOF.
+pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
+    let start = sys::monotonic_ns();
+    let mut log = opts.log.as_deref().map(create).transpose()?;
+    let listener = TcpListener::bind((opts.bind, opts.port))
+        .map_err(io_err(format!("listening on {}:{}", opts.bind, opts.port)))?;
+    let (mut stream, peer) = listener.accept().map_err(io_err("accepting"))?;
+    drop(listener);
+    let accepted_ns = since(start);
+    if let Some(log) = log.as_mut() {
+        writeln!(log, "t_ns,bytes").map_err(io_err("writing the log"))?;
+    }
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    let (mut bytes, mut reads) = (0u64, 0u64);
+    let (mut first, mut last) = (None, None);
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err("reading")(e)),
+        };
+        let t = since(start);
+        first.get_or_insert(t);
+        last = Some(t);
+        bytes += n as u64;
+        reads += 1;
+        if let Some(log) = log.as_mut() {
+            writeln!(log, "{t},{n}").map_err(io_err("writing the log"))?;
+        }
+    }
+    if let Some(log) = log.as_mut() {
+        log.flush().map_err(io_err("writing the log"))?;
+    }
+    let duration_s = match (first, last) {
+        (Some(f), Some(l)) => (l - f) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let summary = RecvSummary {
+        start_monotonic_ns: start,
+        peer: peer.to_string(),
+        accepted_ns,
+        first_byte_ns: first,
+        last_byte_ns: last,
+        bytes,
+        reads,
+        duration_s,
+        goodput_mbps: if duration_s > 0.0 {
+            bytes as f64 * 8.0 / duration_s / 1e6
+        } else {
+            0.0
+        },
+    };
+    write_json(opts.summary.as_deref(), &summary)?;
+    Ok(summary)
+}
+
+/// Options of `cellcc-flow send`.
+#[derive(Debug, Clone)]
+pub struct SendOptions {
+    pub to: SocketAddr,
+    pub cc: String,
+    pub duration: Duration,
+    pub info_log: Option<PathBuf>,
+    pub info_interval: Duration,
+    pub connect_timeout: Duration,
+    pub summary: Option<PathBuf>,
+}
+
+/// What the sender reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct SendSummary {
+    pub start_monotonic_ns: u64,
+    pub to: String,
+    pub cc: String,
+    pub connect_attempts: u32,
+    pub connected_ns: u64,
+    /// When the sender stopped writing.
+    pub stopped_ns: u64,
+    pub bytes_written: u64,
+    pub samples: u64,
+    /// Last `TCP_INFO` sample, taken when writing stopped.
+    pub last: InfoSample,
+}
+
+/// The `struct tcp_info` of `linux/tcp.h`, up to `tcpi_delivery_rate` (Linux 4.9+).
+/// The kernel fills as much as it has and reports the length it wrote.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct TcpInfo {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    app_limited_flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+}
+
+/// One `TCP_INFO` sample, as logged.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct InfoSample {
+    pub t_ns: u64,
+    pub cwnd: u32,
+    pub srtt_us: u32,
+    pub rttvar_us: u32,
+    pub min_rtt_us: u32,
+    pub pacing_rate_bps: u64,
+    pub delivery_rate_bps: u64,
+    pub bytes_acked: u64,
+    pub retrans: u32,
+    pub lost: u32,
+}
+
+impl InfoSample {
+    pub const CSV_HEADER: &'static str = "t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,delivery_rate_bps,bytes_acked,retrans,lost";
+
+    pub fn csv_row(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{},{},{},{}",
+            self.t_ns,
+            self.cwnd,
+            self.srtt_us,
+            self.rttvar_us,
+            self.min_rtt_us,
+            self.pacing_rate_bps,
+            self.delivery_rate_bps,
+            self.bytes_acked,
+            self.retrans,
+            self.lost
+        )
+    }
+}
+
+fn tcp_info(fd: RawFd, t_ns: u64) -> io::Result<InfoSample> {
+    let mut info = TcpInfo::default();
+    let mut len = std::mem::size_of::<TcpInfo>() as libc::socklen_t;
+    // SAFETY: `info` is valid for `len` writable bytes; the kernel writes at most `len`.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut TcpInfo).cast(),
+            &mut len,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // A field beyond what the kernel wrote stays 0 (kernels older than 4.9).
+    Ok(InfoSample {
+        t_ns,
+        cwnd: info.snd_cwnd,
+        srtt_us: info.rtt,
+        rttvar_us: info.rttvar,
+        min_rtt_us: info.min_rtt,
+        pacing_rate_bps: info.pacing_rate.saturating_mul(8),
+        delivery_rate_bps: info.delivery_rate.saturating_mul(8),
+        bytes_acked: info.bytes_acked,
+        retrans: info.total_retrans,
+        lost: info.lost,
+    })
+}
+
+fn read_list(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "(unreadable)".into())
+}
+
+/// A new TCP socket for `to` with congestion control `cc`.
+fn tcp_socket(to: &SocketAddr, cc: &str) -> Result<OwnedFd, FlowError> {
+    let domain = if to.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain system call.
+    let raw = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io_err("creating a TCP socket")(io::Error::last_os_error()));
+    }
+    // SAFETY: freshly created descriptor.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: `cc` is valid for `cc.len()` bytes; the kernel copies at most that.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr().cast(),
+            cc.len() as libc::socklen_t,
+        )
+    };
+    if ret < 0 {
+        let err = io::Error::last_os_error();
+        let available = read_list(AVAILABLE_CC);
+        return Err(FlowError::Usage(match err.raw_os_error() {
+            Some(libc::EPERM) => format!(
+                "--cc {cc}: not allowed for this user ({err}); allowed: {} \
+                 (net.ipv4.tcp_allowed_congestion_control); available: {available}",
+                read_list(ALLOWED_CC)
+            ),
+            _ => format!(
+                "--cc {cc}: not available ({err}); available: {available} \
+                 ({AVAILABLE_CC}); load a module or register a BPF congestion control first"
+            ),
+        }));
+    }
+    Ok(fd)
+}
+
+fn sockaddr(to: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match to {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// Connects with `cc`, retrying refused or unreachable attempts until `timeout`.
+fn connect(opts: &SendOptions, start: u64) -> Result<(TcpStream, u32), FlowError> {
+    let (addr, len) = sockaddr(&opts.to);
+    let deadline = start.saturating_add(opts.connect_timeout.as_nanos() as u64);
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let fd = tcp_socket(&opts.to, &opts.cc)?;
+        // SAFETY: `addr` holds a valid sockaddr of `len` bytes.
+        let ret = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_storage).cast(),
+                len,
+            )
+        };
+        if ret == 0 {
+            return Ok((TcpStream::from(fd), attempts));
+        }
+        let err = io::Error::last_os_error();
+        let retry = matches!(
+            err.raw_os_error(),
+            Some(
+                libc::ECONNREFUSED
+                    | libc::ENETUNREACH
+                    | libc::EHOSTUNREACH
+                    | libc::ETIMEDOUT
+                    | libc::EINTR
+            )
+        );
+        if !retry || sys::monotonic_ns() >= deadline {
+            return Err(FlowError::Io {
+                context: format!(
+                    "connecting to {} ({attempts} attempts in {:.1} s)",
+                    opts.to,
+                    since(start) as f64 / 1e9
+                ),
+                source: err,
+            });
+        }
+        std::thread::sleep(RETRY_PAUSE);
+    }
+}
+
+/// Sends for `opts.duration`, sampling `TCP_INFO`.
+pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
+    let start = sys::monotonic_ns();
+    if opts.info_interval.is_zero() {
+        return Err(FlowError::Usage("--info-interval-ms must be > 0".into()));
+    }
+    let mut info_log = opts.info_log.as_deref().map(create).transpose()?;
+    if let Some(log) = info_log.as_mut() {
+        writeln!(log, "{}", InfoSample::CSV_HEADER).map_err(io_err("writing the info log"))?;
+    }
+    let (stream, attempts) = connect(opts, start)?;
+    let connected_ns = since(start);
+    stream
+        .set_nonblocking(true)
+        .map_err(io_err("making the socket non-blocking"))?;
+    let fd = stream.as_raw_fd();
+    let data = vec![0x5au8; CHUNK_BYTES];
+    let interval = opts.info_interval.as_nanos() as u64;
+    let end = connected_ns.saturating_add(opts.duration.as_nanos() as u64);
+    let mut next_sample = connected_ns;
+    let (mut written, mut samples) = (0u64, 0u64);
+    let mut last = InfoSample::default();
+    loop {
+        let now = since(start);
+        if now >= next_sample {
+            last = tcp_info(fd, now).map_err(io_err("reading TCP_INFO"))?;
+            samples += 1;
+            if let Some(log) = info_log.as_mut() {
+                writeln!(log, "{}", last.csv_row()).map_err(io_err("writing the info log"))?;
+            }
+            next_sample = next_sample.saturating_add(interval).max(now + 1);
+        }
+        if now >= end {
+            break;
+        }
+        let wait = next_sample.min(end).saturating_sub(now);
+        let mut pfd = [libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        }];
+        sys::ppoll(&mut pfd, Some(Duration::from_nanos(wait)))
+            .map_err(io_err("waiting for the socket"))?;
+        if pfd[0].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+            return Err(FlowError::Io {
+                context: "sending".into(),
+                source: stream.take_error().ok().flatten().unwrap_or_else(|| {
+                    io::Error::new(io::ErrorKind::BrokenPipe, "connection closed by the peer")
+                }),
+            });
+        }
+        if pfd[0].revents & libc::POLLOUT != 0 {
+            loop {
+                // SAFETY: `data` is valid for its length; MSG_NOSIGNAL avoids SIGPIPE.
+                let n = unsafe {
+                    libc::send(
+                        fd,
+                        data.as_ptr().cast(),
+                        data.len(),
+                        libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                    )
+                };
+                if n > 0 {
+                    written += n as u64;
+                    continue;
+                }
+                let err = io::Error::last_os_error();
+                match err.kind() {
+                    io::ErrorKind::WouldBlock => break,
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Err(io_err("sending")(err)),
+                }
+            }
+        }
+    }
+    let stopped_ns = since(start);
+    if let Some(log) = info_log.as_mut() {
+        log.flush().map_err(io_err("writing the info log"))?;
+    }
+    let summary = SendSummary {
+        start_monotonic_ns: start,
+        to: opts.to.to_string(),
+        cc: opts.cc.clone(),
+        connect_attempts: attempts,
+        connected_ns,
+        stopped_ns,
+        bytes_written: written,
+        samples,
+        last,
+    };
+    // The summary is written before closing, so it exists once the receiver sees EOF.
+    write_json(opts.summary.as_deref(), &summary)?;
+    // Closing hands the unsent tail to the kernel, which still delivers it.
+    drop(stream);
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_info_layout_matches_linux() {
+        // Offsets from linux/tcp.h: tcpi_rtt at 68, tcpi_snd_cwnd at 80,
+        // tcpi_total_retrans at 100, tcpi_pacing_rate at 104, tcpi_bytes_acked at 120,
+        // tcpi_min_rtt at 148, tcpi_delivery_rate at 160.
+        assert_eq!(std::mem::offset_of!(TcpInfo, rtt), 68);
+        assert_eq!(std::mem::offset_of!(TcpInfo, snd_cwnd), 80);
+        assert_eq!(std::mem::offset_of!(TcpInfo, total_retrans), 100);
+        assert_eq!(std::mem::offset_of!(TcpInfo, pacing_rate), 104);
+        assert_eq!(std::mem::offset_of!(TcpInfo, bytes_acked), 120);
+        assert_eq!(std::mem::offset_of!(TcpInfo, min_rtt), 148);
+        assert_eq!(std::mem::offset_of!(TcpInfo, delivery_rate), 160);
+    }
+
+    #[test]
+    fn unknown_congestion_control_lists_the_available_ones() {
+        let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let err = tcp_socket(&to, "no-such-cc").unwrap_err().to_string();
+        assert!(
+            err.contains("--cc no-such-cc") && err.contains("available:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn loopback_transfer_reports_bytes_and_samples() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let dir = std::env::temp_dir().join(format!("cellcc-flow-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recv_opts = RecvOptions {
+            port,
+            bind: "127.0.0.1".parse().unwrap(),
+            log: Some(dir.join("recv.csv")),
+            summary: Some(dir.join("recv.json")),
+        };
+        let receiver = std::thread::spawn(move || recv(&recv_opts).unwrap());
+        let send_opts = SendOptions {
+            to: SocketAddr::from(([127, 0, 0, 1], port)),
+            cc: "cubic".into(),
+            duration: Duration::from_millis(200),
+            info_log: Some(dir.join("info.csv")),
+            info_interval: Duration::from_millis(10),
+            connect_timeout: Duration::from_secs(5),
+            summary: Some(dir.join("send.json")),
+        };
+        let sent = send(&send_opts).unwrap();
+        let got = receiver.join().unwrap();
+        assert_eq!(got.bytes, sent.bytes_written);
+        assert!(sent.samples >= 10, "{}", sent.samples);
+        let info = std::fs::read_to_string(dir.join("info.csv")).unwrap();
+        assert_eq!(info.lines().next(), Some(InfoSample::CSV_HEADER));
+        assert!(info.lines().count() as u64 == sent.samples + 1);
+        let log = std::fs::read_to_string(dir.join("recv.csv")).unwrap();
+        let logged: u64 = log
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(logged, got.bytes);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

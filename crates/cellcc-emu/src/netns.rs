@@ -1,0 +1,233 @@
+//! The emulator's two network namespaces, each with one TUN device.
+//!
+//! ```text
+//!   "server" namespace                          "client" namespace
+//!   ┌──────────────────────┐                    ┌──────────────────────┐
+//!   │ server command       │                    │ client command       │
+//!   │ tun "emu-server"     │   downlink ──►     │ tun "emu-client"     │
+//!   │ 10.64.0.1 peer .2    │   ◄── uplink       │ 10.64.0.2 peer .1    │
+//!   └─────────┬────────────┘                    └──────────┬───────────┘
+//!             └──── fd ──── cellcc-emu (root namespace) ──── fd ────┘
+//! ```
+//!
+//! Each namespace is created unnamed, by `unshare(CLONE_NEWNET)` in a short-lived thread,
+//! and is held only by file descriptors of the emulator (the namespace's own fd and the
+//! TUN device's fd, both close-on-exec) and by the commands running inside. The TUN
+//! devices are not persistent: closing their fd deletes them. So when the emulator exits,
+//! however it exits (even SIGKILL), the devices vanish and each namespace is freed with
+//! its last process; nothing is ever named in the root namespace, no `ip netns` entry and
+//! no mount are made, and no firewall rule is added.
+//!
+//! Interfaces are configured with `ioctl`s on a socket opened inside the namespace
+//! (address, point-to-point peer, /32 netmask, `txqueuelen`, up; loopback up), so no
+//! external tool is needed.
+
+use std::ffi::CStr;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use crate::sys;
+
+/// TX queue length given to each TUN device. The default (500) makes the device drop
+/// packets silently whenever the emulator falls behind for a moment, so that the
+/// kernel's queue, not the emulated one, would decide the losses.
+pub const TUN_TXQUEUELEN: i32 = 10_000;
+
+/// Name of the TUN device in the server namespace.
+pub const SERVER_TUN: &str = "emu-server";
+/// Name of the TUN device in the client namespace.
+pub const CLIENT_TUN: &str = "emu-client";
+
+/// `linux/if.h`: IFNAMSIZ.
+const IFNAMSIZ: usize = 16;
+/// `linux/if_tun.h`: TUNSETIFF = _IOW('T', 202, int) (x86, arm, riscv encoding).
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+// `linux/sockios.h`.
+const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
+const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
+const SIOCSIFADDR: libc::c_ulong = 0x8916;
+const SIOCSIFDSTADDR: libc::c_ulong = 0x8918;
+const SIOCSIFNETMASK: libc::c_ulong = 0x891c;
+const SIOCSIFTXQLEN: libc::c_ulong = 0x8943;
+
+/// `struct ifreq`: a name and a 24-byte union, of which we use the sockaddr, the flags
+/// (`short`) and the queue length (`int`) members.
+#[repr(C)]
+struct IfReq {
+    name: [u8; IFNAMSIZ],
+    data: [u8; 24],
+}
+
+impl IfReq {
+    fn new(name: &str) -> io::Result<IfReq> {
+        let bytes = name.as_bytes();
+        if bytes.len() >= IFNAMSIZ || bytes.contains(&0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("interface name {name:?} must be 1 to 15 bytes"),
+            ));
+        }
+        let mut req = IfReq {
+            name: [0; IFNAMSIZ],
+            data: [0; 24],
+        };
+        req.name[..bytes.len()].copy_from_slice(bytes);
+        Ok(req)
+    }
+
+    fn set_short(&mut self, v: libc::c_short) {
+        self.data[..2].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    fn short(&self) -> libc::c_short {
+        libc::c_short::from_ne_bytes([self.data[0], self.data[1]])
+    }
+
+    fn set_int(&mut self, v: libc::c_int) {
+        self.data[..4].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    fn set_addr(&mut self, addr: Ipv4Addr) {
+        // struct sockaddr_in: family (host order), port, address (network order).
+        self.data = [0; 24];
+        self.data[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        self.data[4..8].copy_from_slice(&addr.octets());
+    }
+}
+
+fn ioctl(
+    fd: BorrowedFd<'_>,
+    request: libc::c_ulong,
+    req: &mut IfReq,
+    what: &str,
+) -> io::Result<()> {
+    // SAFETY: `req` is a valid, writable ifreq-sized buffer for these requests.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, req as *mut IfReq) };
+    if ret < 0 {
+        let err = io::Error::last_os_error();
+        return Err(io::Error::new(err.kind(), format!("{what}: {err}")));
+    }
+    Ok(())
+}
+
+/// One end of the emulated path: a network namespace and its TUN device.
+#[derive(Debug)]
+pub struct Endpoint {
+    /// `/proc/thread-self/ns/net` of the namespace, opened while inside it.
+    pub ns: OwnedFd,
+    /// The TUN device (non-blocking): reading gives the packets the namespace sends to
+    /// its peer, writing injects packets into the namespace.
+    pub tun: OwnedFd,
+    pub tun_name: &'static str,
+    pub addr: Ipv4Addr,
+    pub peer: Ipv4Addr,
+    /// The namespace's inode (`net:[INODE]`), for diagnostics and leak checks.
+    pub ns_inode: u64,
+}
+
+/// Creates a fresh namespace with a configured TUN device, from a new thread so the
+/// caller's namespace never changes. On error everything made so far is released (the
+/// file descriptors close, the device and the namespace vanish).
+pub fn create_endpoint(
+    tun_name: &'static str,
+    addr: Ipv4Addr,
+    peer: Ipv4Addr,
+) -> io::Result<Endpoint> {
+    let handle = std::thread::Builder::new()
+        .name(format!("netns-{tun_name}"))
+        .spawn(move || setup_in_new_namespace(tun_name, addr, peer))?;
+    handle
+        .join()
+        .map_err(|_| io::Error::other("namespace setup thread panicked"))?
+}
+
+fn setup_in_new_namespace(
+    tun_name: &'static str,
+    addr: Ipv4Addr,
+    peer: Ipv4Addr,
+) -> io::Result<Endpoint> {
+    sys::unshare_net().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("unshare(CLONE_NEWNET): {e} (the emulator needs root or CAP_NET_ADMIN)"),
+        )
+    })?;
+    let ns = sys::open(c"/proc/thread-self/ns/net", libc::O_RDONLY)
+        .map_err(|e| io::Error::new(e.kind(), format!("opening the new namespace: {e}")))?;
+    let tun = open_tun(tun_name)?;
+    // A socket created now belongs to this thread's (new) namespace.
+    // SAFETY: plain system call.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: freshly created descriptor.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    let s = sock.as_fd();
+
+    let mut req = IfReq::new("lo")?;
+    ioctl(s, SIOCGIFFLAGS, &mut req, "reading loopback flags")?;
+    let flags = req.short() | libc::IFF_UP as libc::c_short;
+    req.set_short(flags);
+    ioctl(s, SIOCSIFFLAGS, &mut req, "bringing loopback up")?;
+
+    let mut req = IfReq::new(tun_name)?;
+    req.set_addr(addr);
+    ioctl(s, SIOCSIFADDR, &mut req, "setting the TUN address")?;
+    req.set_addr(peer);
+    ioctl(s, SIOCSIFDSTADDR, &mut req, "setting the TUN peer address")?;
+    req.set_addr(Ipv4Addr::BROADCAST);
+    ioctl(s, SIOCSIFNETMASK, &mut req, "setting the TUN netmask")?;
+    let mut req = IfReq::new(tun_name)?;
+    req.set_int(TUN_TXQUEUELEN);
+    ioctl(s, SIOCSIFTXQLEN, &mut req, "raising the TUN txqueuelen")?;
+    let mut req = IfReq::new(tun_name)?;
+    ioctl(s, SIOCGIFFLAGS, &mut req, "reading the TUN flags")?;
+    let flags = req.short() | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    req.set_short(flags);
+    ioctl(s, SIOCSIFFLAGS, &mut req, "bringing the TUN device up")?;
+
+    let ns_inode = sys::inode(ns.as_fd())?;
+    Ok(Endpoint {
+        ns,
+        tun,
+        tun_name,
+        addr,
+        peer,
+        ns_inode,
+    })
+}
+
+/// Opens `/dev/net/tun` and attaches a new non-persistent TUN device (no packet
+/// information header) in the calling thread's namespace.
+fn open_tun(name: &str) -> io::Result<OwnedFd> {
+    const DEV: &CStr = c"/dev/net/tun";
+    let fd = sys::open(DEV, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("opening /dev/net/tun: {e} (is the tun module available?)"),
+        )
+    })?;
+    let mut req = IfReq::new(name)?;
+    req.set_short(IFF_TUN | IFF_NO_PI);
+    ioctl(
+        fd.as_fd(),
+        TUNSETIFF,
+        &mut req,
+        "creating the TUN device (TUNSETIFF)",
+    )?;
+    Ok(fd)
+}
+
+/// The `nsenter` command that enters the namespace held by descriptor `fd` of this
+/// process.
+pub fn nsenter_hint(fd: BorrowedFd<'_>) -> String {
+    format!(
+        "nsenter --net=/proc/{}/fd/{}",
+        std::process::id(),
+        fd.as_raw_fd()
+    )
+}

@@ -1,0 +1,187 @@
+//! What `--stats FILE` writes at exit: per direction, packets, bytes, drops and the
+//! lateness of every written packet (actual write time − scheduled release time), plus
+//! the emulator's CPU time.
+
+use cellcc_link::LinkStats;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::path::DirectionCounters;
+
+/// Lateness bound of the accuracy figure: a packet is "on time" if written within 1 ms
+/// of its scheduled time, Mahimahi's clock granularity.
+pub const ON_TIME_NS: u64 = 1_000_000;
+/// Largest lateness recorded exactly; later packets are clamped (60 s).
+const MAX_LATENESS_NS: u64 = 60_000_000_000;
+/// Significant decimal digits of the lateness histogram (0.1 % relative error).
+const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// Lateness of written packets.
+#[derive(Debug, Clone)]
+pub struct Lateness {
+    hist: Histogram<u64>,
+    on_time: u64,
+    count: u64,
+    sum_ns: u128,
+    max_ns: u64,
+}
+
+impl Default for Lateness {
+    fn default() -> Self {
+        Lateness {
+            hist: Histogram::new_with_bounds(1, MAX_LATENESS_NS, SIGNIFICANT_DIGITS)
+                .expect("constant bounds are valid: 1 <= low, high >= 2 * low, 3 digits"),
+            on_time: 0,
+            count: 0,
+            sum_ns: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+impl Lateness {
+    #[inline]
+    pub fn record(&mut self, lateness_ns: u64) {
+        self.count += 1;
+        self.sum_ns += u128::from(lateness_ns);
+        self.max_ns = self.max_ns.max(lateness_ns);
+        if lateness_ns <= ON_TIME_NS {
+            self.on_time += 1;
+        }
+        self.hist
+            .saturating_record(lateness_ns.clamp(1, MAX_LATENESS_NS));
+    }
+
+    pub fn merge(&mut self, other: &Lateness) {
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.on_time += other.on_time;
+        // Both histograms have the same bounds, so adding cannot fail.
+        let _ = self.hist.add(&other.hist);
+    }
+
+    pub fn summary(&self) -> LatenessSummary {
+        let us = |ns: u64| ns as f64 / 1e3;
+        let q = |quantile: f64| {
+            if self.count == 0 {
+                0.0
+            } else {
+                us(self.hist.value_at_quantile(quantile))
+            }
+        };
+        LatenessSummary {
+            packets: self.count,
+            mean_us: if self.count == 0 {
+                0.0
+            } else {
+                self.sum_ns as f64 / self.count as f64 / 1e3
+            },
+            p50_us: q(0.50),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: us(self.max_ns),
+            fraction_within_1ms: if self.count == 0 {
+                1.0
+            } else {
+                self.on_time as f64 / self.count as f64
+            },
+        }
+    }
+}
+
+/// Lateness figures, in µs.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatenessSummary {
+    pub packets: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    /// Fraction of packets written within 1 ms of their scheduled time.
+    pub fraction_within_1ms: f64,
+}
+
+/// One direction in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionSummary {
+    pub trace: String,
+    pub queue: String,
+    pub loss: f64,
+    /// Cellular scheduling preset of the gate after the link, if any.
+    pub sched: Option<String>,
+    #[serde(flatten)]
+    pub counters: DirectionCounters,
+    /// Packets that could not be written to the TUN device.
+    pub write_errors: u64,
+    /// Packets still in the delay line or the link when the emulator stopped.
+    pub held_at_exit: u64,
+    pub link: LinkStats,
+    pub lateness: LatenessSummary,
+}
+
+/// The whole `--stats` file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub version: &'static str,
+    pub command_line: String,
+    /// Emulated one-way delay, ms.
+    pub delay_ms: f64,
+    /// Wall time from emulator time 0 to the end of the event loop, s.
+    pub duration_s: f64,
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// (user + system) / duration.
+    pub cpu_fraction: f64,
+    /// Event-loop wake-ups.
+    pub wakeups: u64,
+    /// Why the emulator stopped: `client exited`, `SIGINT`, `SIGTERM`, ...
+    pub stop_reason: String,
+    pub client_exit_code: Option<i32>,
+    pub uplink: DirectionSummary,
+    pub downlink: DirectionSummary,
+    /// Both directions together.
+    pub lateness: LatenessSummary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_quantiles_and_on_time_fraction() {
+        let mut l = Lateness::default();
+        for us in 1..=1000u64 {
+            l.record(us * 10); // 10 µs .. 10 ms in steps of 10 µs
+        }
+        let s = l.summary();
+        assert_eq!(s.packets, 1000);
+        assert!((s.p50_us - 5.0).abs() < 0.01, "{}", s.p50_us);
+        assert!((s.p99_us - 9.9).abs() < 0.02, "{}", s.p99_us);
+        assert_eq!(s.max_us, 10.0);
+        assert_eq!(s.fraction_within_1ms, 1.0);
+        l.record(2_000_000);
+        let s = l.summary();
+        assert!((s.fraction_within_1ms - 1000.0 / 1001.0).abs() < 1e-12);
+        assert_eq!(s.max_us, 2000.0);
+    }
+
+    #[test]
+    fn empty_lateness_is_all_on_time() {
+        let s = Lateness::default().summary();
+        assert_eq!((s.packets, s.fraction_within_1ms, s.max_us), (0, 1.0, 0.0));
+    }
+
+    #[test]
+    fn merge_adds_counts() {
+        let mut a = Lateness::default();
+        let mut b = Lateness::default();
+        a.record(100);
+        b.record(3_000_000);
+        a.merge(&b);
+        let s = a.summary();
+        assert_eq!(s.packets, 2);
+        assert_eq!(s.fraction_within_1ms, 0.5);
+    }
+}

@@ -1,0 +1,664 @@
+//! End-to-end tests of `cellcc-emu` and `cellcc-flow` through real TUN devices and
+//! network namespaces. They need root, `/dev/net/tun` and network namespaces; without
+//! them each test prints `skipped: <reason>` and returns. Run with
+//! `cargo test --release -p cellcc-emu --test emulator -- --nocapture` to see the
+//! measured numbers.
+//!
+//! The tests run one at a time (a lock), since they measure timing on a shared machine.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const EMU: &str = env!("CARGO_BIN_EXE_cellcc-emu");
+const FLOW: &str = env!("CARGO_BIN_EXE_cellcc-flow");
+
+/// One test at a time: goodput and timing are measured, and namespaces counted.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Why the machine cannot run these tests, if it cannot.
+fn unsupported() -> Option<String> {
+    // SAFETY: plain system call.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (TUN devices and network namespaces need CAP_NET_ADMIN)".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing".into());
+    }
+    if !Path::new("/proc/self/ns/net").exists() {
+        return Some("network namespaces are not supported".into());
+    }
+    // Try to make a namespace, in a thread so the test's own stays as it is.
+    let ok = std::thread::spawn(|| {
+        // SAFETY: plain system call affecting this thread only.
+        unsafe { libc::unshare(libc::CLONE_NEWNET) == 0 }
+    })
+    .join()
+    .unwrap_or(false);
+    if !ok {
+        return Some("cannot create a network namespace (unshare(CLONE_NEWNET) failed)".into());
+    }
+    None
+}
+
+macro_rules! require_emulation {
+    () => {
+        if let Some(reason) = unsupported() {
+            println!("skipped: {reason}");
+            return;
+        }
+    };
+}
+
+/// A fresh directory for one test run, removed at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("cellcc-emu-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    fn s(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A constant-rate trace: rate R gives round(R / (8 × 1504)) opportunities per second,
+/// spread evenly over a 1000 ms period. Returns the number of opportunities per second.
+fn write_constant_trace(path: &Path, mbps: u64) -> u64 {
+    let n = ((mbps * 1_000_000) as f64 / (8.0 * 1504.0)).round() as u64;
+    let text: String = (1..=n)
+        .map(|i| format!("{}\n", (i * 1000).div_ceil(n)))
+        .collect();
+    std::fs::write(path, text).unwrap();
+    n
+}
+
+fn json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn lines_of(program: &str, args: &[&str]) -> BTreeSet<String> {
+    match Command::new(program).args(args).output() {
+        Ok(out) => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect(),
+        Err(_) => BTreeSet::new(),
+    }
+}
+
+/// What the emulator must leave as it found it in the root namespace.
+#[derive(Debug, PartialEq, Eq)]
+struct RootState {
+    netns: BTreeSet<String>,
+    links: BTreeSet<String>,
+    iptables: BTreeSet<String>,
+}
+
+fn root_state() -> RootState {
+    let links = lines_of("ip", &["-o", "link", "show"])
+        .into_iter()
+        .filter_map(|l| l.split(':').nth(1).map(|name| name.trim().to_string()))
+        .collect();
+    RootState {
+        netns: lines_of("ip", &["netns", "list"]),
+        links,
+        iptables: lines_of("iptables-save", &[]),
+    }
+}
+
+/// Checks nothing was added by the emulator. The machine is shared: other programs may
+/// add or remove namespaces, links and rules meanwhile, so entries that appeared are
+/// reported, and only those that could be the emulator's (named after its devices) fail
+/// the test. The precise check is [`assert_namespace_gone`].
+fn assert_root_unchanged(before: &RootState) {
+    let after = root_state();
+    if after == *before {
+        return;
+    }
+    for (what, b, a) in [
+        ("ip netns", &before.netns, &after.netns),
+        ("ip link", &before.links, &after.links),
+        ("iptables-save", &before.iptables, &after.iptables),
+    ] {
+        let added: Vec<_> = a.difference(b).collect();
+        if !added.is_empty() {
+            println!("note: {what} gained {added:?} during the test (another program?)");
+        }
+        assert!(
+            added.iter().all(|l| !l.contains("emu-")),
+            "{what} gained emulator entries: {added:?}"
+        );
+    }
+}
+
+/// The inode of every network namespace some process is in or holds a descriptor of.
+fn namespaces_in_use() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in procs.flatten() {
+        let dir = entry.path();
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .chars()
+            .all(|c| c.is_ascii_digit())
+        {
+            continue;
+        }
+        if let Ok(link) = std::fs::read_link(dir.join("ns/net")) {
+            found.insert(link.display().to_string());
+        }
+        if let Ok(fds) = std::fs::read_dir(dir.join("fd")) {
+            for fd in fds.flatten() {
+                if let Ok(link) = std::fs::read_link(fd.path()) {
+                    let link = link.display().to_string();
+                    if link.starts_with("net:[") {
+                        found.insert(link);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// No process is in `ns` (`net:[INODE]`) or holds it, within a few seconds (the kernel
+/// tears namespaces down asynchronously, but references go at once).
+fn assert_namespace_gone(ns: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if !namespaces_in_use().contains(ns) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "namespace {ns} is still in use after the emulator exited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn process_alive(pid: &str) -> bool {
+    // A zombie is dead for our purposes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+fn wait_for_files(paths: &[PathBuf], timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while !paths
+        .iter()
+        .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n')))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the commands did not start: {paths:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read_trimmed(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_string()
+}
+
+/// Arguments of an emulator over a 12 Mbit/s link with 5 ms of delay.
+fn small_emulator(dir: &TempDir) -> Vec<String> {
+    write_constant_trace(&dir.path("link.trace"), 12);
+    [
+        "--delay",
+        "5",
+        "--uplink",
+        &dir.s("link.trace"),
+        "--downlink",
+        &dir.s("link.trace"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Client and server commands that record their namespace and pid (the server also
+/// starts a background child), then wait.
+fn recording_commands(dir: &TempDir, client_tail: &str) -> (String, Vec<String>) {
+    let server = format!(
+        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; sleep 60 & echo $! > {bg}.tmp && mv {bg}.tmp {bg}; echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; wait",
+        ns = dir.s("server_ns"),
+        bg = dir.s("server_bg"),
+        pid = dir.s("server_pid"),
+    );
+    let client = format!(
+        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; {client_tail}",
+        ns = dir.s("client_ns"),
+        pid = dir.s("client_pid"),
+    );
+    (server, vec!["sh".into(), "-c".into(), client])
+}
+
+/// Runs a client that exits on its own, or signals the emulator mid-run; checks the
+/// exit status and that nothing is left behind.
+fn run_and_check_cleanup(tag: &str, signal: Option<libc::c_int>) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = root_state();
+    let dir = TempDir::new(tag);
+    let tail = match signal {
+        Some(_) => "exec sleep 60",
+        None => "sleep 0.3; exit 3",
+    };
+    let (server, client) = recording_commands(&dir, tail);
+    let mut args = small_emulator(&dir);
+    args.extend([
+        "--stats".into(),
+        dir.s("stats.json"),
+        "--server-cmd".into(),
+        server,
+        "--".into(),
+    ]);
+    args.extend(client);
+    let mut emu = Command::new(EMU)
+        .args(&args)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start cellcc-emu");
+    let started = [
+        dir.path("server_ns"),
+        dir.path("server_bg"),
+        dir.path("server_pid"),
+        dir.path("client_ns"),
+        dir.path("client_pid"),
+    ];
+    wait_for_files(&started, Duration::from_secs(10));
+    let server_ns = read_trimmed(&dir.path("server_ns"));
+    let client_ns = read_trimmed(&dir.path("client_ns"));
+    let root_ns = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .display()
+        .to_string();
+    assert!(server_ns.starts_with("net:[") && client_ns.starts_with("net:["));
+    assert_ne!(server_ns, client_ns);
+    assert_ne!(server_ns, root_ns);
+    assert_ne!(client_ns, root_ns);
+    // The emulator's devices are not in the root namespace.
+    assert!(!root_state().links.iter().any(|l| l.starts_with("emu-")));
+
+    if let Some(signo) = signal {
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: plain system call to our own child.
+        unsafe { libc::kill(emu.id() as libc::pid_t, signo) };
+    }
+    let status = wait_or_stop(&mut emu, Duration::from_secs(15));
+    let expected = match signal {
+        Some(signo) => 128 + signo,
+        None => 3,
+    };
+    assert_eq!(status.code(), Some(expected), "exit status of cellcc-emu");
+    for pid in ["server_pid", "server_bg", "client_pid"] {
+        let pid = read_trimmed(&dir.path(pid));
+        assert!(!process_alive(&pid), "{pid} is still running");
+    }
+    assert_namespace_gone(&server_ns);
+    assert_namespace_gone(&client_ns);
+    assert_root_unchanged(&before);
+    let stats = json(&dir.path("stats.json"));
+    let reason = stats["stop_reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    match signal {
+        Some(libc::SIGINT) => assert_eq!(reason, "SIGINT"),
+        Some(libc::SIGTERM) => assert_eq!(reason, "SIGTERM"),
+        _ => assert_eq!(reason, "client exited"),
+    }
+}
+
+#[test]
+fn normal_exit_passes_the_client_status_and_leaves_nothing() {
+    require_emulation!();
+    run_and_check_cleanup("exit", None);
+}
+
+#[test]
+fn sigint_mid_run_leaves_nothing() {
+    require_emulation!();
+    run_and_check_cleanup("sigint", Some(libc::SIGINT));
+}
+
+#[test]
+fn sigterm_mid_run_leaves_nothing() {
+    require_emulation!();
+    run_and_check_cleanup("sigterm", Some(libc::SIGTERM));
+}
+
+#[test]
+fn sigkill_of_the_emulator_leaves_nothing() {
+    require_emulation!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = root_state();
+    let dir = TempDir::new("sigkill");
+    // No background children here: PR_SET_PDEATHSIG reaches the commands themselves.
+    let server = format!(
+        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; exec sleep 60",
+        ns = dir.s("server_ns")
+    );
+    let client = format!(
+        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; exec sleep 60",
+        ns = dir.s("client_ns")
+    );
+    let mut args = small_emulator(&dir);
+    args.extend([
+        "--server-cmd".into(),
+        server,
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        client,
+    ]);
+    let mut emu = Command::new(EMU)
+        .args(&args)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_files(
+        &[dir.path("server_ns"), dir.path("client_ns")],
+        Duration::from_secs(10),
+    );
+    let server_ns = read_trimmed(&dir.path("server_ns"));
+    let client_ns = read_trimmed(&dir.path("client_ns"));
+    emu.kill().unwrap();
+    emu.wait().unwrap();
+    assert_namespace_gone(&server_ns);
+    assert_namespace_gone(&client_ns);
+    assert_root_unchanged(&before);
+}
+
+/// Waits for `child` up to `limit`; past it, SIGTERM (the emulator cleans up), then
+/// fails the test.
+fn wait_or_stop(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: plain system call to our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = child.wait();
+            panic!("cellcc-emu did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run_bad_input(args: &[&str]) -> Output {
+    Command::new(EMU)
+        .args(args)
+        .output()
+        .expect("start cellcc-emu")
+}
+
+#[test]
+fn malformed_trace_is_exit_2_naming_file_and_line() {
+    // Needs no root: traces are checked before anything is set up.
+    let dir = TempDir::new("badtrace");
+    std::fs::write(dir.path("good.trace"), "1\n").unwrap();
+    std::fs::write(dir.path("bad.trace"), "1\n2\n2\n1\n").unwrap();
+    let out = run_bad_input(&[
+        "--uplink",
+        &dir.s("good.trace"),
+        "--downlink",
+        &dir.s("bad.trace"),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.trace:4:"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one clear error line: {err}");
+
+    let out = run_bad_input(&[
+        "--uplink",
+        &dir.s("missing.trace"),
+        "--downlink",
+        &dir.s("good.trace"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.trace"), "{err}");
+}
+
+#[test]
+fn bad_queue_args_and_numbers_are_exit_2_naming_the_argument() {
+    let dir = TempDir::new("badargs");
+    std::fs::write(dir.path("t"), "1\n").unwrap();
+    let t = dir.s("t");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "--downlink-queue",
+                "droptail",
+                "--downlink-queue-args",
+                "packets=x",
+            ],
+            "--downlink-queue-args",
+        ),
+        (
+            &["--uplink-queue", "codel", "--uplink-queue-args", "bogus=1"],
+            "--uplink-queue-args",
+        ),
+        (&["--delay", "soon"], "--delay"),
+        (&["--downlink-loss", "2"], "--downlink-loss"),
+    ];
+    for (extra, named) in cases {
+        let mut args = vec!["--uplink", &t, "--downlink", &t];
+        args.extend_from_slice(extra);
+        let out = run_bad_input(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(named), "{extra:?}: {err}");
+    }
+    let out = run_bad_input(&[
+        "--uplink",
+        &t,
+        "--downlink",
+        &t,
+        "--stats",
+        "/nonexistent-dir/x.json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-dir/x.json"));
+    let out = run_bad_input(&[
+        "--uplink",
+        &t,
+        "--downlink",
+        &t,
+        "--",
+        "no-such-program-xyz",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-program-xyz"));
+}
+
+/// Duration of each goodput transfer.
+const TRANSFER_S: u64 = 10;
+/// Goodput must be within this fraction of the ideal.
+const GOODPUT_TOLERANCE: f64 = 0.05;
+/// Fraction of packets that must be written within 1 ms of schedule.
+const ON_TIME_FRACTION: f64 = 0.99;
+
+#[test]
+fn cubic_goodput_and_timing_on_constant_rate_traces() {
+    require_emulation!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut failures = Vec::new();
+    println!("rate_mbps  goodput_mbps  ideal_mbps  ratio  on_time_1ms  p99_us  max_us  cpu_fraction  drops  min_rtt_ms");
+    for mbps in [12u64, 48, 96, 200] {
+        let dir = TempDir::new(&format!("goodput{mbps}"));
+        let trace = dir.path("c.trace");
+        let per_s = write_constant_trace(&trace, mbps);
+        // 1448 payload bytes per 1504-byte opportunity.
+        let ideal_mbps = (per_s * 1448 * 8) as f64 / 1e6;
+        let port = 5201;
+        let server = format!(
+            "exec {FLOW} send --to $CELLCC_EMU_CLIENT_ADDR:{port} --cc cubic --duration {TRANSFER_S} --summary {}",
+            dir.s("send.json")
+        );
+        // The slowest run also writes the downlink's mm-link log, checked below.
+        let log_args = if mbps == 12 {
+            vec!["--downlink-log".to_string(), dir.s("down.log")]
+        } else {
+            Vec::new()
+        };
+        let mut emu = Command::new(EMU)
+            .args(&log_args)
+            .args([
+                "--delay",
+                "20",
+                "--uplink",
+                &dir.s("c.trace"),
+                "--downlink",
+                &dir.s("c.trace"),
+                "--downlink-queue",
+                "droptail",
+                "--downlink-queue-args",
+                "packets=400",
+                "--stats",
+                &dir.s("stats.json"),
+                "--server-cmd",
+                &server,
+                "--",
+                FLOW,
+                "recv",
+                "--port",
+                &port.to_string(),
+                "--summary",
+                &dir.s("recv.json"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(dir.path("stderr")).unwrap())
+            .spawn()
+            .expect("start cellcc-emu");
+        let status = wait_or_stop(&mut emu, Duration::from_secs(TRANSFER_S + 30));
+        assert!(
+            status.success(),
+            "{mbps} Mbit/s: cellcc-emu exited with {status:?}: {}",
+            std::fs::read_to_string(dir.path("stderr")).unwrap_or_default()
+        );
+        let recv = json(&dir.path("recv.json"));
+        let stats = json(&dir.path("stats.json"));
+        let goodput = recv["goodput_mbps"].as_f64().unwrap();
+        let lateness = &stats["lateness"];
+        let on_time = lateness["fraction_within_1ms"].as_f64().unwrap();
+        let ratio = goodput / ideal_mbps;
+        let min_rtt_ms = json(&dir.path("send.json"))["last"]["min_rtt_us"]
+            .as_f64()
+            .unwrap()
+            / 1e3;
+        println!(
+            "{mbps:>9}  {goodput:>12.2}  {ideal_mbps:>10.2}  {ratio:>5.3}  {on_time:>11.4}  {:>6.0}  {:>6.0}  {:>12.3}  {:>5}  {min_rtt_ms:>10.3}",
+            lateness["p99_us"].as_f64().unwrap(),
+            lateness["max_us"].as_f64().unwrap(),
+            stats["cpu_fraction"].as_f64().unwrap(),
+            stats["downlink"]["link"]["drops_queue_full"],
+        );
+        // Two 20 ms delays, plus waiting for an opportunity in each direction: trace
+        // timestamps are whole ms, so at any rate a packet may wait up to 1 ms (an ACK
+        // sent as data arrives at an opportunity just misses it, as in Mahimahi), plus
+        // 1 ms for the machine.
+        let max_rtt_ms = 40.0 + 2.0 + 1.0;
+        if !(40.0..=max_rtt_ms).contains(&min_rtt_ms) {
+            failures.push(format!(
+                "{mbps} Mbit/s: sender's min RTT {min_rtt_ms:.3} ms is not in [40, {max_rtt_ms:.3}] ms"
+            ));
+        }
+        if mbps == 12 {
+            check_log(&dir.path("down.log"), &stats["downlink"]["link"], per_s);
+        }
+        if (ratio - 1.0).abs() > GOODPUT_TOLERANCE {
+            failures.push(format!(
+                "{mbps} Mbit/s: goodput {goodput:.2} Mbit/s is not within 5 % of {ideal_mbps:.2}"
+            ));
+        }
+        if on_time < ON_TIME_FRACTION {
+            failures.push(format!(
+                "{mbps} Mbit/s: only {:.2} % of packets within 1 ms",
+                on_time * 100.0
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The mm-link log agrees with the link's counters: one `-` line per departure, one `+`
+/// per arrival at the link (accepted or refused), one `d` per refused arrival, an
+/// opportunity line for every opportunity, in time order.
+fn check_log(path: &Path, link: &Value, per_s: u64) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.starts_with("# mahimahi mm-link (cellcc-emu) [downlink]"));
+    assert!(text.contains("# queue: droptail [packets=400]"));
+    let (mut arrivals, mut departures, mut drops, mut opportunities) = (0u64, 0u64, 0u64, 0u64);
+    let mut last_t = 0u64;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let t: u64 = fields[0]
+            .parse()
+            .unwrap_or_else(|_| panic!("bad line {line:?}"));
+        assert!(t >= last_t, "log out of order at {line:?}");
+        last_t = t;
+        match fields[1] {
+            "+" => arrivals += 1,
+            "-" => departures += 1,
+            "d" => drops += 1,
+            "#" => {
+                assert_eq!(fields[2], "1504");
+                opportunities += 1;
+            }
+            other => panic!("unknown event {other:?} in {line:?}"),
+        }
+    }
+    let count = |key: &str| link[key].as_u64().unwrap();
+    assert_eq!(departures, count("packets_departed"));
+    assert_eq!(drops, count("drops_queue_full"));
+    assert_eq!(
+        arrivals,
+        count("packets_accepted") + count("drops_queue_full")
+    );
+    // Opportunities up to the end of the run: about per_s for each second logged.
+    let expected = per_s as f64 * last_t as f64 / 1000.0;
+    assert!(
+        (opportunities as f64 - expected).abs() <= per_s as f64 / 100.0 + 2.0,
+        "{opportunities} opportunity lines for {last_t} ms, expected about {expected:.0}"
+    );
+}
