@@ -570,6 +570,31 @@ mod tests {
     }
 
     #[test]
+    fn connecting_to_nobody_gives_up_after_the_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = listener.local_addr().unwrap();
+        drop(listener);
+        let opts = SendOptions {
+            to,
+            cc: "cubic".into(),
+            duration: Duration::from_millis(100),
+            info_log: None,
+            info_interval: Duration::from_millis(10),
+            connect_timeout: Duration::from_millis(300),
+            summary: None,
+        };
+        let started = std::time::Instant::now();
+        let err = send(&opts).unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert_eq!(err.exit_code(), 1);
+        let msg = err.to_string();
+        assert!(
+            msg.contains("connecting to") && msg.contains("attempts"),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn loopback_transfer_reports_bytes_and_samples() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
