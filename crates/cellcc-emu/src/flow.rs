@@ -508,6 +508,10 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
                 };
                 if n > 0 {
                     written += n as u64;
+                    // A fast path may never fill the socket buffer: keep the schedule.
+                    if since(start) >= next_sample.min(end) {
+                        break;
+                    }
                     continue;
                 }
                 let err = io::Error::last_os_error();
