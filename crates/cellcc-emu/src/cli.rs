@@ -316,7 +316,7 @@ impl EmuArgs {
                 return Err(arg_error(
                     "CLIENT_CMD",
                     format!(
-                        "{}: no such program (not a file, and not found in PATH)",
+                        "{}: no such program (not an executable file, and not found in PATH)",
                         program.to_string_lossy()
                     ),
                 ));
@@ -358,17 +358,21 @@ impl EmuArgs {
     }
 }
 
-/// Whether `program` names a file (with a `/`) or is found in `PATH`, as `execvp`
-/// would look it up.
+/// Whether `program` names an executable file (with a `/`) or one found in `PATH`, as
+/// `execvp` would look it up.
 fn program_exists(program: &std::ffi::OsStr) -> bool {
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.as_bytes().contains(&b'/') {
-        return std::path::Path::new(program).is_file();
+        return executable(std::path::Path::new(program));
     }
     let Some(path) = std::env::var_os("PATH") else {
         return false;
     };
-    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+    std::env::split_paths(&path).any(|dir| executable(&dir.join(program)))
 }
 
 /// Mahimahi's spelling of a queue for log headers: `droptail [packets=400]`.
@@ -549,6 +553,15 @@ mod tests {
         assert!(program_exists(std::ffi::OsStr::new("sh")));
         assert!(!program_exists(std::ffi::OsStr::new("no-such-program-xyz")));
         assert!(!program_exists(std::ffi::OsStr::new("./no/such/program")));
+        // A file that is not executable.
+        use std::os::unix::fs::PermissionsExt;
+        let file = std::env::temp_dir().join(format!("cellcc-emu-noexec-{}", std::process::id()));
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(!program_exists(file.as_os_str()));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(program_exists(file.as_os_str()));
+        std::fs::remove_file(&file).unwrap();
     }
 
     #[test]

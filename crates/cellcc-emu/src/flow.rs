@@ -508,6 +508,10 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
                 };
                 if n > 0 {
                     written += n as u64;
+                    // A fast path may never fill the socket buffer: keep the schedule.
+                    if since(start) >= next_sample.min(end) {
+                        break;
+                    }
                     continue;
                 }
                 let err = io::Error::last_os_error();
@@ -566,6 +570,31 @@ mod tests {
         assert!(
             err.contains("--cc no-such-cc") && err.contains("available:"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn connecting_to_nobody_gives_up_after_the_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = listener.local_addr().unwrap();
+        drop(listener);
+        let opts = SendOptions {
+            to,
+            cc: "cubic".into(),
+            duration: Duration::from_millis(100),
+            info_log: None,
+            info_interval: Duration::from_millis(10),
+            connect_timeout: Duration::from_millis(300),
+            summary: None,
+        };
+        let started = std::time::Instant::now();
+        let err = send(&opts).unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert_eq!(err.exit_code(), 1);
+        let msg = err.to_string();
+        assert!(
+            msg.contains("connecting to") && msg.contains("attempts"),
+            "{msg}"
         );
     }
 

@@ -40,18 +40,17 @@ pub const SERVER_TUN: &str = "emu-server";
 pub const CLIENT_TUN: &str = "emu-client";
 
 /// `linux/if.h`: IFNAMSIZ.
-const IFNAMSIZ: usize = 16;
-/// `linux/if_tun.h`: TUNSETIFF = _IOW('T', 202, int) (x86, arm, riscv encoding).
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
-const IFF_TUN: libc::c_short = 0x0001;
-const IFF_NO_PI: libc::c_short = 0x1000;
-// `linux/sockios.h`.
-const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
-const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
-const SIOCSIFADDR: libc::c_ulong = 0x8916;
-const SIOCSIFDSTADDR: libc::c_ulong = 0x8918;
-const SIOCSIFNETMASK: libc::c_ulong = 0x891c;
-const SIOCSIFTXQLEN: libc::c_ulong = 0x8943;
+const IFNAMSIZ: usize = libc::IFNAMSIZ;
+// `linux/if_tun.h` and `linux/sockios.h`, from libc so the encodings match the target.
+const TUNSETIFF: libc::c_ulong = libc::TUNSETIFF as libc::c_ulong;
+const IFF_TUN: libc::c_short = libc::IFF_TUN as libc::c_short;
+const IFF_NO_PI: libc::c_short = libc::IFF_NO_PI as libc::c_short;
+const SIOCGIFFLAGS: libc::c_ulong = libc::SIOCGIFFLAGS as libc::c_ulong;
+const SIOCSIFFLAGS: libc::c_ulong = libc::SIOCSIFFLAGS as libc::c_ulong;
+const SIOCSIFADDR: libc::c_ulong = libc::SIOCSIFADDR as libc::c_ulong;
+const SIOCSIFDSTADDR: libc::c_ulong = libc::SIOCSIFDSTADDR as libc::c_ulong;
+const SIOCSIFNETMASK: libc::c_ulong = libc::SIOCSIFNETMASK as libc::c_ulong;
+const SIOCSIFTXQLEN: libc::c_ulong = libc::SIOCSIFTXQLEN as libc::c_ulong;
 
 /// `struct ifreq`: a name and a 24-byte union, of which we use the sockaddr, the flags
 /// (`short`) and the queue length (`int`) members.
