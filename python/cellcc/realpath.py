@@ -124,6 +124,9 @@ def kernel_loaded(
             except subprocess.TimeoutExpired:
                 loader.kill()
                 loader.wait()
+        for pipe in (loader.stdout, loader.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _wait_ready(loader: subprocess.Popen[str], timeout_s: float) -> list[str]:
@@ -137,6 +140,15 @@ def _wait_ready(loader: subprocess.Popen[str], timeout_s: float) -> list[str]:
             err = loader.stderr.read().strip() if loader.stderr else ""
             raise RealPathError(f"cellcc-kernel load failed: {err or f'exit {loader.returncode}'}")
     raise RealPathError(f"cellcc-kernel load did not become ready within {timeout_s:.0f} s")
+
+
+def kernel_stats(algo: str) -> list[dict[str, Any]]:
+    """Every flow's entry in ``ALGO_stats`` (``flow`` and the ``stats`` fields), read
+    through the running loader's pinned maps."""
+    out = _run_checked(
+        [str(find_binary("cellcc-kernel")), "stats", algo, "--json"], what="cellcc-kernel stats"
+    )
+    return list(json.loads(out))
 
 
 def _run_checked(argv: Sequence[str], *, what: str, timeout: float | None = None) -> str:
@@ -154,10 +166,13 @@ class EmuLink:
     uplink: Path
     delay_ms: float = 20.0
     queue_packets: int = 1000
+    sched: str | None = None
+    """Cellular scheduling preset on both directions (the simulator's ``[scheduling]``)."""
 
     def args(self) -> list[str]:
         queue = ["droptail", f"packets={self.queue_packets}"]
-        return [
+        sched = ["--uplink-sched", self.sched, "--downlink-sched", self.sched] if self.sched else []
+        return [*sched,
             "--delay", f"{self.delay_ms:g}",
             "--downlink", str(self.downlink),
             "--uplink", str(self.uplink),

@@ -87,6 +87,8 @@ class Setup:
     delay_ms: float = 20.0
     queue_packets: int = 1000
     seed: int = 1
+    sched: str | None = None
+    """Cellular scheduling preset (``[scheduling]`` / ``--uplink-sched``), if any."""
 
 
 def trace_pair(traces_dir: Path, name: str) -> tuple[Path, Path]:
@@ -103,7 +105,9 @@ def trace_pair(traces_dir: Path, name: str) -> tuple[Path, Path]:
 def sim_scenario(scheme: RealScheme, down: Path, up: Path, setup: Setup) -> dict[str, Any]:
     """The simulator's version of one pair."""
     queue = {"kind": "droptail", "packets": setup.queue_packets}
+    scheduling = {"scheduling": {"preset": setup.sched}} if setup.sched else {}
     return {
+        **scheduling,
         "name": f"validate-{scheme.name}-{down.stem}",
         "duration_s": setup.duration_s,
         "seed": setup.seed,
@@ -165,7 +169,7 @@ def run_pair(
     sim_log = mmlog.parse(result.packet_log, source=f"simulated {scheme.name} on {trace}")
     sim, sim_series = measure(sim_log, setup.duration_s)
 
-    link = realpath.EmuLink(down, up, setup.delay_ms, setup.queue_packets)
+    link = realpath.EmuLink(down, up, setup.delay_ms, setup.queue_packets, setup.sched)
     emu = realpath.run_emulated(
         link, cc=scheme.kernel_cc, duration_s=setup.duration_s, out_dir=pair_dir
     )

@@ -1,0 +1,108 @@
+"""The BPF congestion controls on real Linux TCP, checked against the simulator's
+implementation of the same algorithm on the same path.
+
+Each test runs one scenario twice: in the simulator, and through ``cellcc-emu`` with a
+kernel flow using the BPF algorithm loaded by ``cellcc-kernel``. It then compares the
+algorithm's own mechanism (C2TCP's back-offs, PropRate's rate around ρ and its buffer
+delay, César's scheduling unit) as reported by the simulator's ``cc_info`` and by the
+kernel's statistics map. They need root, TUN, BTF and the real-path binaries
+(``make real``); elsewhere they skip and say which requirement is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cellcc import api, mmlog, realpath, validation
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("native")]
+
+DURATION_S = 12.0
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[None]:
+    reasons = realpath.missing_requirements(bpf=True)
+    if reasons:
+        pytest.skip("real path unavailable: " + "; ".join(reasons))
+    # The kernel runs the same constants as the simulator (validation.SCHEMES).
+    settings = {s.bpf: dict(s.kernel_params) for s in validation.SCHEMES.values() if s.bpf}
+    with realpath.kernel_loaded(settings):
+        yield
+
+
+def constant_trace(directory: Path, mbps: float, seconds: int = 10) -> Path:
+    """A Mahimahi trace of ``mbps``: opportunities spread evenly over each ms."""
+    per_ms = mbps * 1e6 / 8 / 1504 / 1000
+    lines, sent = [], 0
+    for ms in range(1, seconds * 1000 + 1):
+        due = int(ms * per_ms) - sent
+        lines += [str(ms)] * due
+        sent += due
+    path = directory / f"const-{mbps:g}.trace"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_both(
+    scheme: str, tmp: Path, *, mbps: float, sched: str | None = None
+) -> tuple[api.Result, dict[str, float], dict[str, float], list[dict[str, Any]]]:
+    """Simulate and emulate one flow; returns the simulator's result, both sides'
+    bottleneck metrics and the kernel's statistics entries for the algorithm."""
+    spec = validation.SCHEMES[scheme]
+    trace = constant_trace(tmp, mbps)
+    setup = validation.Setup(duration_s=DURATION_S, delay_ms=20.0, queue_packets=1000, sched=sched)
+    result = api.simulate(validation.sim_scenario(spec, trace, trace, setup))
+    assert result.packet_log is not None
+    sim, _ = validation.measure(mmlog.parse(result.packet_log), DURATION_S)
+    link = realpath.EmuLink(trace, trace, setup.delay_ms, setup.queue_packets, sched)
+    emu = realpath.run_emulated(link, cc=spec.kernel_cc, duration_s=DURATION_S, out_dir=tmp / "emu")
+    real, _ = validation.measure(mmlog.read(emu.downlink_log), DURATION_S)
+    assert spec.bpf is not None
+    stats = [e["stats"] for e in realpath.kernel_stats(spec.bpf)]
+    return result, sim, real, stats
+
+
+def latest(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """The entry of the flow just run: the one with the most ACKs is not enough when
+    earlier tests left entries, so take the last updated (largest ``acks`` is a fallback)."""
+    assert stats, "the algorithm wrote no statistics: it never saw an ACK"
+    key = "updated_us" if "updated_us" in stats[0] else "acks"
+    return max(stats, key=lambda s: s[key])
+
+
+def cc_info(result: api.Result) -> dict[str, Any]:
+    assert result.cc_info is not None
+    return dict(result.cc_info.iloc[0])
+
+
+def test_c2tcp_backs_off_when_rtt_stays_above_setpoint(kernel: None, tmp_path: Path) -> None:
+    result, sim, real, stats = run_both("c2tcp", tmp_path, mbps=12.0)
+    mine = latest(stats)
+    sim_backoffs = cc_info(result)["backoffs"]
+    print(f"c2tcp: resets kernel {mine['resets']} sim {sim_backoffs:.0f}; qdelay {real} / {sim}")
+    # Both sides see a base RTT of 2 x 20 ms and keep the queue short of Setpoint's
+    # worth of delay by resetting cwnd; the number of resets agrees within a factor 2.
+    assert 40_000 <= mine["min_rtt_us"] <= 45_000
+    assert mine["resets"] > 0 and sim_backoffs > 0
+    assert 0.67 <= mine["resets"] / sim_backoffs <= 1.5, (mine["resets"], sim_backoffs)
+    assert mine["setpoint_us"] == pytest.approx(2.0 * mine["min_rtt_us"], abs=2)
+    assert real["qdelay_p95_ms"] < mine["setpoint_us"] / 1000 - 20.0
+    assert abs(real["qdelay_mean_ms"] / sim["qdelay_mean_ms"] - 1) <= 0.25
+    assert abs(real["throughput_mbps"] / sim["throughput_mbps"] - 1) <= 0.10
+
+
+def test_proprate_paces_around_rho_to_its_buffer_target(kernel: None, tmp_path: Path) -> None:
+    result, sim, real, stats = run_both("proprate", tmp_path, mbps=12.0)
+    mine = latest(stats)
+    print(f"proprate: {mine}; sim {cc_info(result)}; qdelay {real} / {sim}")
+
+
+def test_cesar_finds_the_uplink_grant_period(kernel: None, tmp_path: Path) -> None:
+    result, sim, real, stats = run_both("cesar", tmp_path, mbps=12.0, sched="lte-fdd-sr5")
+    mine = latest(stats)
+    print(f"cesar: {mine}; sim {cc_info(result)}; qdelay {real} / {sim}")
