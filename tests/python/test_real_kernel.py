@@ -3,7 +3,7 @@ implementation of the same algorithm on the same path.
 
 Each test runs one scenario twice: in the simulator, and through ``cellcc-emu`` with a
 kernel flow using the BPF algorithm loaded by ``cellcc-kernel``. It then compares the
-algorithm's own mechanism (C2TCP's back-offs, PropRate's rate around ρ and its buffer
+algorithm's own mechanism (C2TCP's back-offs, PropRate's rate around rho and its buffer
 delay, César's scheduling unit) as reported by the simulator's ``cc_info`` and by the
 kernel's statistics map. They need root, TUN, BTF and the real-path binaries
 (``make real``); elsewhere they skip and say which requirement is missing.
@@ -11,6 +11,7 @@ kernel's statistics map. They need root, TUN, BTF and the real-path binaries
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,9 +98,42 @@ def test_c2tcp_backs_off_when_rtt_stays_above_setpoint(kernel: None, tmp_path: P
 
 
 def test_proprate_paces_around_rho_to_its_buffer_target(kernel: None, tmp_path: Path) -> None:
-    result, sim, real, stats = run_both("proprate", tmp_path, mbps=12.0)
+    before = {e["flow"] for e in realpath.kernel_stats("proprate")}
+    samples: list[dict[str, Any]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.05):
+            samples.extend(
+                e["stats"] for e in realpath.kernel_stats("proprate") if e["flow"] not in before
+            )
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        result, sim, real, stats = run_both("proprate", tmp_path, mbps=12.0)
+    finally:
+        stop.set()
+        sampler.join()
     mine = latest(stats)
-    print(f"proprate: {mine}; sim {cc_info(result)}; qdelay {real} / {sim}")
+    info = cc_info(result)
+    print(f"proprate: kernel {mine}; sim {info}; qdelay real {real} sim {sim}")
+    # The same waveform: Eq. 6 picks the same regime and Eq. 7/8 the same gains.
+    assert mine["regime"] == 0 and info["buffer_full"] == 1.0
+    assert mine["k_f_x1000"] / 1000 == pytest.approx(info["k_f"], rel=0.05)
+    assert mine["k_d_x1000"] / 1000 == pytest.approx(info["k_d"], rel=0.05)
+    # Fill paces at k_f·rho and Drain at k_d·rho (§3), sample by sample.
+    fill = [s for s in samples if s["state"] == 1 and s["rho_bps"] > 0]
+    drain = [s for s in samples if s["state"] == 2 and s["rho_bps"] > 0]
+    assert len(fill) >= 5 and len(drain) >= 5, (len(fill), len(drain))
+    for s in fill:
+        assert s["pacing_rate_bps"] / s["rho_bps"] == pytest.approx(s["k_f_x1000"] / 1000, rel=0.01)
+    for s in drain:
+        assert s["pacing_rate_bps"] / s["rho_bps"] == pytest.approx(s["k_d_x1000"] / 1000, rel=0.01)
+    # And the same outcome as the simulator: buffer delay near t̄_buff = 40 ms.
+    assert abs(real["qdelay_mean_ms"] / sim["qdelay_mean_ms"] - 1) <= 0.25
+    assert abs(real["qdelay_mean_ms"] / 40.0 - 1) <= 0.25
+    assert abs(real["throughput_mbps"] / sim["throughput_mbps"] - 1) <= 0.10
 
 
 def test_cesar_finds_the_uplink_grant_period(kernel: None, tmp_path: Path) -> None:

@@ -523,4 +523,23 @@ impl CongestionControl for PropRate {
     fn phase(&self) -> &'static str {
         self.state.name()
     }
+
+    /// The waveform in use at the end: `k_f`, `k_d`, `u`, `buffer_full` (1 in the
+    /// buffer-full regime of Eq. 7, 0 in the buffer-emptied one of Eq. 8),
+    /// `threshold_ms` (T), `d_max_ms`, `rho_mbps` (NaN before a first estimate) and the
+    /// Fill/Drain/Monitor `transitions`.
+    fn info(&self) -> Vec<(&'static str, f64)> {
+        let ms = |d: Dur| d.as_ns() as f64 / 1e6;
+        let rho = self.rho.rho().map_or(f64::NAN, |r| r as f64 * 8.0 / 1e6);
+        vec![
+            ("k_f", self.gains.k_f),
+            ("k_d", self.gains.k_d),
+            ("u", self.gains.u),
+            ("buffer_full", f64::from(u8::from(self.gains.regime == Regime::BufferFull))),
+            ("threshold_ms", ms(self.threshold)),
+            ("d_max_ms", ms(self.gains.d_max)),
+            ("rho_mbps", rho),
+            ("transitions", self.transitions as f64),
+        ]
+    }
 }
