@@ -8,13 +8,14 @@ PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.cellcc-deps
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser test test-rust test-python demo bench bench-per-ack lint check-cargo check-python clean
+.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack lint check-cargo check-python clean
 
 help:
 	@echo "make demo   build, then generate synthetic traces, compare all schemes, write demo-report/"
 	@echo "make test   build, then run the Rust tests and the Python tests"
 	@echo "make venv   create .venv with the pinned Python dependencies"
 	@echo "make build  compile the extension (release) into .venv"
+	@echo "make real   build the real path (BPF congestion controls, loader, emulator) into .venv/bin"
 	@echo "make bench  run the simulator benchmark"
 	@echo "make bench-per-ack  CPU time per ACK of every scheme (PropRate Table 4)"
 	@echo "make lint   cargo fmt --check, clippy -D warnings, ruff"
@@ -58,7 +59,26 @@ browser:
 	  fi; \
 	fi
 
-test: build browser test-rust test-python
+# The real path's system packages: clang and bpftool build the BPF objects (bpf/), libelf
+# and zlib link the bundled libbpf, iperf3 and iproute2 serve the emulator tests. Installed
+# when missing and running as root (CI); otherwise the build says what is missing.
+REAL_PACKAGES := clang llvm bpftool libelf-dev zlib1g-dev pkg-config iperf3 iproute2
+sysdeps:
+	@missing=$$(for p in $(REAL_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "note: missing system packages for the real path: $$missing (install them as root)"; \
+	  fi; \
+	fi
+
+# cellcc-kernel, cellcc-emu and cellcc-flow, copied next to the venv's `cellcc`.
+real: sysdeps $(DEPS_STAMP) check-cargo
+	cargo build --release --locked -p cellcc-kernel -p cellcc-emu
+	install -m 0755 target/release/cellcc-kernel target/release/cellcc-emu target/release/cellcc-flow $(VENV)/bin/
+
+test: build browser real test-rust test-python
 
 demo: build
 	$(VENV)/bin/cellcc demo
@@ -69,7 +89,7 @@ bench: check-cargo
 bench-per-ack: check-cargo
 	cargo run --release --locked -p cellcc-sim --bin cellcc-bench -- --per-ack --runs 11
 
-lint: $(DEPS_STAMP) check-cargo
+lint: $(DEPS_STAMP) check-cargo sysdeps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	$(VENV)/bin/ruff check python tests/python
