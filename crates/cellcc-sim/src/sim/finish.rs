@@ -225,15 +225,14 @@ impl Simulation<'_> {
             + self.up_post.iter().map(|c| c.held() as u64).sum::<u64>();
         // What the stages hold is counted from the stages themselves; only the split of
         // each direction's packets into data and ACKs uses the kind counted in and out
-        // (see `up_data_in_network`), so a stage that loses a packet still shows.
+        // (see `down_acks` and `up_data_in_network`), so a stage that loses a packet still shows.
+        let down_acks = self.down_acks.len() as u64;
         debug_assert!(
-            down_held >= self.down_acks_in_network && up_held >= self.up_data_in_network,
+            down_held >= down_acks && up_held >= self.up_data_in_network,
             "every counted packet is held by a stage of its direction until it leaves"
         );
-        conservation.data_in_network =
-            down_held.wrapping_sub(self.down_acks_in_network) + self.up_data_in_network;
-        conservation.acks_in_network =
-            up_held.wrapping_sub(self.up_data_in_network) + self.down_acks_in_network;
+        conservation.data_in_network = down_held.wrapping_sub(down_acks) + self.up_data_in_network;
+        conservation.acks_in_network = up_held.wrapping_sub(self.up_data_in_network) + down_acks;
         let cc_info = self
             .flows
             .iter()

@@ -30,7 +30,9 @@ use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
 use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
-use crate::packet::{AckSegment, DataSegment, Packet, HEADER_BYTES};
+use crate::packet::{
+    AckRef, AckSegment, AckStore, DataSegment, DownPacket, Packet, UpPacket, HEADER_BYTES,
+};
 use crate::rng::{self, StageKind, Stream};
 use crate::scenario::{Direction, LinkConfig, Scenario};
 use crate::schemes;
@@ -130,8 +132,8 @@ impl SenderObserver for Observer<'_> {
 /// A packet after its direction's radio: when it entered the radio queue (for queueing
 /// delay).
 #[derive(Clone, Debug)]
-struct Carried {
-    pkt: Packet,
+struct Carried<P> {
+    pkt: P,
     queued_at: Time,
 }
 
@@ -143,7 +145,7 @@ struct Radio {
 
 /// One UE's uplink radio.
 struct UpRadio {
-    link: Link<Packet>,
+    link: Link<UpPacket>,
     timer: Option<Time>,
 }
 
@@ -254,11 +256,11 @@ pub struct Simulation<'s> {
     down_rng: ChaCha8Rng,
     up_loss: LossModel,
     up_rng: ChaCha8Rng,
-    down_pre: Chain<Packet>,
+    down_pre: Chain<DownPacket>,
     radio: Radio,
-    down_post: Vec<Chain<Carried>>,
+    down_post: Vec<Chain<Carried<DownPacket>>>,
     up_radio: Vec<UpRadio>,
-    up_post: Vec<Chain<Carried>>,
+    up_post: Vec<Chain<Carried<UpPacket>>>,
     /// Charged bytes on top of the IP length on the radio links (4 on trace links).
     /// Per UE (the packet log only exists without a cell, where there is one UE).
     down_framing: Vec<u32>,
@@ -266,12 +268,13 @@ pub struct Simulation<'s> {
     up_framing: u32,
     /// Aggregate of the scenario's uplink flows (`all` holds its downlink flows).
     all_up: FlowMetrics,
-    /// Data packets of uplink flows inside the uplink path, and ACKs of uplink flows
-    /// inside the downlink path: the packets of the kind each direction did not carry
-    /// before uplink flows existed, counted in and out so that the packet-conservation
-    /// check can split what the stages hold by kind.
+    /// The ACKs of uplink flows while they cross the downlink (which carries
+    /// [`AckRef`]s to them); its length is the number of ACKs in the downlink path.
+    down_acks: AckStore,
+    /// Data packets of uplink flows inside the uplink path, counted in and out: with
+    /// `down_acks`, what lets the packet-conservation check split what each direction's
+    /// stages hold into data and ACKs.
     up_data_in_network: u64,
-    down_acks_in_network: u64,
     wakeups: Vec<(u16, Time)>,
     log: Option<PacketLog>,
     ack_log: Option<Vec<AckRecord>>,
@@ -312,9 +315,9 @@ impl<'s> Simulation<'s> {
             PacketLog::new(&format!("{:?}", sc.downlink.queue), opps, bytes)
         });
         let ues = sc.cell.as_ref().map_or(1, |c| c.ues.len() as u32);
-        let mut down_pre: Vec<BoxedStage<Packet>> = Vec::new();
+        let mut down_pre: Vec<BoxedStage<DownPacket>> = Vec::new();
         if let Some(w) = &sc.wired {
-            let link = Link::<Packet>::try_with_seed(
+            let link = Link::<DownPacket>::try_with_seed(
                 LinkService::constant(w.rate),
                 w.queue.clone(),
                 queue_seed(sc, true, 0, true),
@@ -324,7 +327,7 @@ impl<'s> Simulation<'s> {
         }
         let down_post = (0..ues)
             .map(|u| {
-                let mut stages: Vec<BoxedStage<Carried>> = Vec::new();
+                let mut stages: Vec<BoxedStage<Carried<_>>> = Vec::new();
                 if let Some(s) = &sc.scheduling {
                     stages.push(Box::new(s.downlink_gate()));
                 }
@@ -334,7 +337,7 @@ impl<'s> Simulation<'s> {
             .collect();
         let up_post = (0..ues)
             .map(|u| {
-                let mut stages: Vec<BoxedStage<Carried>> = Vec::new();
+                let mut stages: Vec<BoxedStage<Carried<_>>> = Vec::new();
                 if let Some(s) = &sc.scheduling {
                     stages.push(Box::new(s.uplink_gate()));
                 }
@@ -401,7 +404,7 @@ impl<'s> Simulation<'s> {
             up_framing: sc.uplink.service.framing_bytes(),
             all_up: FlowMetrics::default(),
             up_data_in_network: 0,
-            down_acks_in_network: 0,
+            down_acks: AckStore::default(),
             wakeups: Vec::new(),
             log,
             ack_log: sc.metrics.ack_log.then(Vec::new),
@@ -546,7 +549,7 @@ impl<'s> Simulation<'s> {
                     return;
                 }
                 while let Some(r) = self.up_post[u as usize].pop_delayed(t) {
-                    self.exit(Direction::Up, r.at, r.item, r.ip_len);
+                    self.exit_up(r.at, r.item, r.ip_len);
                 }
                 if let Some(w) = self.up_post[u as usize].rearm_delayed(t) {
                     self.push(w, Event::Stage(ChainId::UpPost(u), 0));
@@ -670,7 +673,7 @@ impl<'s> Simulation<'s> {
             ChainId::DownPre => {
                 if !self.down_pre.drops.is_empty() {
                     for (_, d) in std::mem::take(&mut self.down_pre.drops) {
-                        self.drop_packet(Direction::Down, &d.item);
+                        self.drop_down(&d.item);
                     }
                 }
                 let mut exits = std::mem::take(&mut self.down_pre.exits);
@@ -684,10 +687,10 @@ impl<'s> Simulation<'s> {
                 let drops = std::mem::take(&mut chain.drops);
                 let mut exits = std::mem::take(&mut chain.exits);
                 for (_, d) in drops {
-                    self.drop_packet(Direction::Down, &d.item.pkt);
+                    self.drop_down(&d.item.pkt);
                 }
                 for r in exits.drain(..) {
-                    self.exit(Direction::Down, r.at, r.item, r.ip_len);
+                    self.exit_down(r.at, r.item, r.ip_len);
                 }
                 give_back(&mut self.down_post[u as usize].exits, exits);
             }
@@ -695,12 +698,12 @@ impl<'s> Simulation<'s> {
                 let chain = &mut self.up_post[u as usize];
                 if !chain.drops.is_empty() {
                     for (_, d) in std::mem::take(&mut chain.drops) {
-                        self.drop_packet(Direction::Up, &d.item.pkt);
+                        self.drop_up(&d.item.pkt);
                     }
                 }
                 let mut exits = std::mem::take(&mut self.up_post[u as usize].exits);
                 for r in exits.drain(..) {
-                    self.exit(Direction::Up, r.at, r.item, r.ip_len);
+                    self.exit_up(r.at, r.item, r.ip_len);
                 }
                 give_back(&mut self.up_post[u as usize].exits, exits);
             }
@@ -763,7 +766,10 @@ impl<'s> Simulation<'s> {
             }
             match dir {
                 Direction::Down => self.send_down(Packet::Data(seg), len),
-                Direction::Up => self.send_up(ue, Packet::Data(seg), len),
+                Direction::Up => {
+                    self.up_data_in_network += 1;
+                    self.send_up(ue, Packet::Data(seg), len);
+                }
             }
         }
         let want = self.flows[i as usize]
@@ -777,7 +783,7 @@ impl<'s> Simulation<'s> {
 
     /// A packet enters the downlink (after entry loss): the pre-radio chain, then the
     /// radio.
-    fn send_down(&mut self, pkt: Packet, ip_len: u32) {
+    fn send_down(&mut self, pkt: DownPacket, ip_len: u32) {
         let now = self.now;
         if self.down_pre.is_pass_through() {
             self.enqueue_radio(now, pkt, ip_len);
@@ -798,54 +804,74 @@ impl<'s> Simulation<'s> {
 
     /// A packet enters UE `ue`'s uplink (after entry loss): its radio queue, then its
     /// post-radio chain.
-    fn send_up(&mut self, ue: u32, pkt: Packet, ip_len: u32) {
-        if matches!(pkt, Packet::Data(_)) {
-            self.up_data_in_network += 1;
-        }
+    fn send_up(&mut self, ue: u32, pkt: UpPacket, ip_len: u32) {
         let now = self.now;
         if let EnqueueResult::Dropped(d) = self.up_radio[ue as usize].link.enqueue(now, pkt, ip_len)
         {
-            self.drop_packet(Direction::Up, &d);
+            self.drop_up(&d);
         }
         self.service_up(ue);
     }
 
-    /// A packet was lost inside direction `dir`'s path (a queue, an outage, a stage).
-    fn drop_packet(&mut self, dir: Direction, pkt: &Packet) {
-        match pkt {
-            Packet::Data(d) => {
-                if dir == Direction::Up {
-                    self.up_data_in_network -= 1;
-                }
-                self.record_data_drop(d.flow);
-            }
-            Packet::Ack(_) => {
-                if dir == Direction::Down {
-                    self.down_acks_in_network -= 1;
-                }
+    /// A packet was lost inside the downlink path (a queue, an outage, a stage). Out of
+    /// line, as is [`Simulation::drop_up`]: drops are rare next to deliveries.
+    #[inline(never)]
+    fn drop_down(&mut self, pkt: &DownPacket) {
+        match *pkt {
+            Packet::Data(d) => self.record_data_drop(d.flow),
+            Packet::Ack(r) => {
+                self.down_acks.take(r);
                 self.count.acks_dropped += 1;
             }
         }
     }
 
-    /// A packet leaves direction `dir`'s path at `t`: data reaches its receiver, an ACK
-    /// its sender.
-    #[inline]
-    fn exit(&mut self, dir: Direction, t: Time, c: Carried, ip_len: u32) {
-        match c.pkt {
-            Packet::Data(seg) => {
-                if dir == Direction::Up {
-                    self.up_data_in_network -= 1;
-                }
-                self.deliver_data(t, seg, c.queued_at, ip_len, dir);
-            }
-            Packet::Ack(ack) => {
-                if dir == Direction::Down {
-                    self.down_acks_in_network -= 1;
-                }
-                self.deliver_ack(ack);
+    /// A packet was lost inside the uplink path.
+    #[inline(never)]
+    fn drop_up(&mut self, pkt: &UpPacket) {
+        match pkt {
+            Packet::Ack(_) => self.count.acks_dropped += 1,
+            Packet::Data(d) => {
+                self.up_data_in_network -= 1;
+                self.record_data_drop(d.flow);
             }
         }
+    }
+
+    /// A packet leaves the downlink at `t`: data reaches its receiver at the UE, an ACK
+    /// its sender at the UE.
+    #[inline]
+    fn exit_down(&mut self, t: Time, c: Carried<DownPacket>, ip_len: u32) {
+        match c.pkt {
+            Packet::Data(seg) => self.deliver_data(t, seg, c.queued_at, ip_len, Direction::Down),
+            Packet::Ack(ack) => self.deliver_down_ack(ack),
+        }
+    }
+
+    /// A packet leaves the uplink at `t`: an ACK reaches its sender at the server, data
+    /// its receiver at the server.
+    #[inline]
+    fn exit_up(&mut self, t: Time, c: Carried<UpPacket>, ip_len: u32) {
+        match c.pkt {
+            Packet::Ack(ack) => self.deliver_ack(ack),
+            Packet::Data(seg) => self.deliver_up_data(t, seg, c.queued_at, ip_len),
+        }
+    }
+
+    /// An uplink flow's ACK reaches it (kept out of the downlink's data path).
+    #[cold]
+    #[inline(never)]
+    fn deliver_down_ack(&mut self, r: AckRef) {
+        let ack = self.down_acks.take(r);
+        self.deliver_ack(ack);
+    }
+
+    /// An uplink flow's data reaches its receiver (kept out of the uplink's ACK path).
+    #[cold]
+    #[inline(never)]
+    fn deliver_up_data(&mut self, t: Time, seg: DataSegment, queued_at: Time, ip_len: u32) {
+        self.up_data_in_network -= 1;
+        self.deliver_data(t, seg, queued_at, ip_len, Direction::Up);
     }
 
     fn arm_receiver(&mut self, i: u32) {
@@ -872,7 +898,7 @@ impl<'s> Simulation<'s> {
         }
     }
 
-    fn enqueue_radio(&mut self, at: Time, pkt: Packet, ip_len: u32) {
+    fn enqueue_radio(&mut self, at: Time, pkt: DownPacket, ip_len: u32) {
         if let Some(log) = self.log.as_mut() {
             log.arrival(at, ip_len + self.down_framing[0]);
         }
@@ -881,7 +907,7 @@ impl<'s> Simulation<'s> {
             if let Some(log) = self.log.as_mut() {
                 log.drop(at, ip_len + self.down_framing[0]);
             }
-            self.drop_packet(Direction::Down, &d);
+            self.drop_down(&d);
         }
         // Serve what is due now; this also records drops the enqueue caused.
         self.service_radio();
@@ -909,7 +935,7 @@ impl<'s> Simulation<'s> {
             if let Some(log) = self.log.as_mut() {
                 log.drop(d.at, d.ip_len + self.down_framing[0]);
             }
-            self.drop_packet(Direction::Down, &d.item);
+            self.drop_down(&d.item);
         }
         while let Some(dep) = self.radio.link.pop_departure() {
             if let Some(log) = self.log.as_mut() {
@@ -926,7 +952,7 @@ impl<'s> Simulation<'s> {
             };
             let chain = &mut self.down_post[ue as usize];
             if chain.is_pass_through() {
-                self.exit(Direction::Down, dep.departed_at, carried, dep.ip_len);
+                self.exit_down(dep.departed_at, carried, dep.ip_len);
             } else {
                 let mut wakeups = std::mem::take(&mut self.wakeups);
                 chain.push(dep.departed_at, carried, dep.ip_len, &mut wakeups);
@@ -988,35 +1014,39 @@ impl<'s> Simulation<'s> {
 
     /// Flow `i`'s receiver sends an ACK: it takes the direction opposite the data.
     fn send_ack(&mut self, i: u32, ack: AckSegment) {
-        self.count.acks_sent += 1;
         let f = &self.flows[i as usize];
-        let ue = f.ue;
-        match f.dir.reverse() {
-            Direction::Up => {
-                if self.up_loss.drops(&mut self.up_rng) {
-                    self.count.acks_dropped += 1;
-                    return;
-                }
-                let ip_len = ack.ip_len();
-                self.send_up(ue, Packet::Ack(ack), ip_len);
-            }
-            Direction::Down => {
-                if self.down_loss.drops(&mut self.down_rng) {
-                    self.count.acks_dropped += 1;
-                    return;
-                }
-                self.down_acks_in_network += 1;
-                let ip_len = ack.ip_len();
-                self.send_down(Packet::Ack(ack), ip_len);
-            }
+        if f.dir == Direction::Up {
+            return self.send_ack_down(ack);
         }
+        let ue = f.ue;
+        self.count.acks_sent += 1;
+        if self.up_loss.drops(&mut self.up_rng) {
+            self.count.acks_dropped += 1;
+            return;
+        }
+        let ip_len = ack.ip_len();
+        self.send_up(ue, Packet::Ack(ack), ip_len);
+    }
+
+    /// An uplink flow's receiver (at the server) sends an ACK down to the UE.
+    #[cold]
+    #[inline(never)]
+    fn send_ack_down(&mut self, ack: AckSegment) {
+        self.count.acks_sent += 1;
+        if self.down_loss.drops(&mut self.down_rng) {
+            self.count.acks_dropped += 1;
+            return;
+        }
+        let ip_len = ack.ip_len();
+        let r = self.down_acks.park(ack);
+        self.send_down(Packet::Ack(r), ip_len);
     }
 
     fn service_up(&mut self, u: u32) {
         let now = self.now;
         self.up_radio[u as usize].link.advance(now);
         while let Some(d) = self.up_radio[u as usize].link.pop_drop() {
-            self.drop_packet(Direction::Up, &d.item);
+            self.drop_up(&d.item);
         }
         let mut wakeups = std::mem::take(&mut self.wakeups);
         let mut any = false;
@@ -1027,7 +1057,7 @@ impl<'s> Simulation<'s> {
             };
             let chain = &mut self.up_post[u as usize];
             if chain.is_pass_through() {
-                self.exit(Direction::Up, dep.departed_at, carried, dep.ip_len);
+                self.exit_up(dep.departed_at, carried, dep.ip_len);
             } else if chain.is_delay() {
                 if let Some(t) = chain.push_delayed(dep.departed_at, carried, dep.ip_len) {
                     self.push(t, Event::Stage(ChainId::UpPost(u as u16), 0));
