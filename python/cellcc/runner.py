@@ -413,7 +413,7 @@ def ack_gap_counts(
     ``[{"flow": i, "counts": [...]}]``, bin ``k`` counting gaps in ``[k, k + 1) * bin_ms``
     and the last bin every gap from ``max_ms`` on. ``acks`` has the columns ``flow``
     and ``t_s`` of :attr:`cellcc.api.Result.acks` (arrival order per flow)."""
-    bins = int(round(max_ms / bin_ms)) + 1
+    bins = round(max_ms / bin_ms) + 1
     out = []
     for flow in range(flows):
         times = acks.loc[acks["flow"] == flow, "t_s"].to_numpy(dtype=float)
