@@ -12,7 +12,9 @@
 //! ```
 //!
 //! Data is delayed, then queued (`mm-delay` outside `mm-link`); ACKs are queued on the
-//! uplink, then delayed. Stages in brackets exist only when the scenario asks for them;
+//! uplink, then delayed. The picture shows a downlink flow; an uplink flow's sender sits
+//! at the UE, so its data takes the uplink path and its ACKs the downlink path. Either
+//! path carries [`Packet`]s of both kinds in one order, so they share every queue. Stages in brackets exist only when the scenario asks for them;
 //! a plain scenario runs exactly the Mahimahi pipeline. The radio is one link per UE, or
 //! a shared cell whose scheduler serves the UEs' queues. Events are ordered by
 //! `(time, sequence)`: ties run in the order they were scheduled, so a run is a pure
