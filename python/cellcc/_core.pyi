@@ -33,7 +33,8 @@ def simulate(
     exception it raises stops the run and propagates). Returns a dict with:
 
     - ``"summary"``: list of row dicts, one per flow then one with ``flow == -1`` for the
-      aggregate (column names in docs/metrics.md);
+      aggregate of the downlink flows (``-3``: of the uplink flows, ``-2``: background;
+      column names in docs/metrics.md);
     - ``"timeseries"``: dict of equal-length column lists (``flow``, ``t_s``, ...);
     - ``"link"``: dict with capacity and utilisation of the downlink;
     - ``"meta"``: dict with ``seed``, ``duration_s``, ``events``, ``wall_s``, ``version``;

@@ -68,6 +68,8 @@ def _entry(path: Path) -> Entry:
         raise ScenarioError(f"{path}: experiment.published: expected an array of tables")
     report: Any = spec.get("report", {})
     view = report.get("view", "table") if isinstance(report, dict) else "table"
+    if isinstance(view, list):  # several views, drawn in order
+        view = "+".join(str(v) for v in view)
     return Entry(
         id=path.stem,
         path=path,

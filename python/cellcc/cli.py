@@ -146,16 +146,21 @@ def _summary_table(frame: Any, title: str, *, skip: tuple[str, ...] = ()) -> Tab
 
     shown = [c for c in _TERMINAL_COLUMNS if c in frame.columns and c not in skip]
     shown = shown or list(frame.columns)
+    if "flow_direction" in frame.columns and (frame["flow_direction"] == "up").any():
+        # Uplink flows (docs/scenarios.md): say which way each row's data goes.
+        at = shown.index("scheme") + 1 if "scheme" in shown else len(shown)
+        shown.insert(at, "flow_direction")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for column in shown:
-        text = column in ("scheme", "trace")
+        text = column in ("scheme", "trace", "flow_direction")
         table.add_column(
-            _TERMINAL_COLUMNS.get(column, column),
+            _TERMINAL_COLUMNS.get(column, "dir" if column == "flow_direction" else column),
             justify="left" if text else "right",
             no_wrap=text,
         )
     for record in frame[shown].astype(object).to_dict(orient="records"):
-        if record.get("flow") == -1:
+        if record.get("flow") in (-1, -3):
+            # The downlink and uplink flows' aggregates (the dir column tells them apart).
             record["flow"] = "all"
         loss = record.get("pantheon_loss_rate")
         if isinstance(loss, float) and loss == loss:  # not NaN

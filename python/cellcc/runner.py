@@ -17,6 +17,7 @@ and the simulator is deterministic, so they give identical datasets.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import json
@@ -30,6 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cellcc._native import UsageError
@@ -43,11 +45,15 @@ from cellcc.results import (
 from cellcc.sweep import Run, Sweep
 
 __all__ = [
+    "ACK_GAP_BIN_MS",
+    "ACK_GAP_MAX_MS",
     "EXECUTORS",
     "SweepOutcome",
+    "ack_gap_counts",
     "code_version",
     "consolidate",
     "consolidate_series",
+    "needs_ack_gaps",
     "needs_series",
     "run_key",
     "run_sweep",
@@ -134,9 +140,16 @@ def canonical_json(value: Any) -> str:
     return json.dumps(json_ready(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def run_key(run: Run, code: Mapping[str, str] | None = None, *, series: bool = False) -> str:
+def run_key(
+    run: Run,
+    code: Mapping[str, str] | None = None,
+    *,
+    series: bool = False,
+    ack_gaps: bool = False,
+) -> str:
     """The cache key of ``run`` (hex sha256). ``series``: the record also keeps the time
-    series (a different record, so a different key; keys without it are unchanged)."""
+    series; ``ack_gaps``: the ACK-gap histograms (each a different record, so a different
+    key; keys without them are unchanged)."""
     document: dict[str, Any] = {
         "scenario": _content_addressed(run.scenario),
         "seed": run.seed,
@@ -144,6 +157,8 @@ def run_key(run: Run, code: Mapping[str, str] | None = None, *, series: bool = F
     }
     if series:
         document["series"] = True
+    if ack_gaps:
+        document["ack_gaps"] = True
     return hashlib.sha256(canonical_json(document).encode()).hexdigest()
 
 
@@ -155,7 +170,12 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
     from cellcc import api
 
     started = time.monotonic()
-    result = api.simulate(task["scenario"], seed=task["seed"], base_dir=task["base_dir"])
+    scenario = task["scenario"]
+    if task.get("ack_gaps"):
+        # The histograms come from the ACK log, which the record does not keep.
+        scenario = copy.deepcopy(scenario)
+        scenario.setdefault("metrics", {})["ack_log"] = True
+    result = api.simulate(scenario, seed=task["seed"], base_dir=task["base_dir"])
     summary = result.summary.to_dict(orient="records")
     cc = {}
     if result.cc_info is not None and not result.cc_info.empty:
@@ -164,9 +184,16 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
         for name, value in cc.get(int(row["flow"]), {}).items():
             if name != "flow":
                 row[f"cc.{name}"] = value
-    extra = {}
+    extra: dict[str, Any] = {}
     if task.get("series"):
         extra["timeseries"] = result.timeseries.to_dict(orient="list")
+    if task.get("ack_gaps"):
+        acks = result.acks if result.acks is not None else pd.DataFrame(columns=["flow", "t_s"])
+        extra["ack_gaps"] = {
+            "bin_ms": ACK_GAP_BIN_MS,
+            "max_ms": ACK_GAP_MAX_MS,
+            "flows": ack_gap_counts(acks, len(scenario.get("flows", []))),
+        }
     return json_ready(
         {
             **extra,
@@ -287,7 +314,8 @@ def run_sweep(
     _clean_temporaries(runs_dir)
     code = code_version()
     series = needs_series(sweep)
-    keys = [run_key(run, code, series=series) for run in sweep.runs]
+    gaps = needs_ack_gaps(sweep)
+    keys = [run_key(run, code, series=series, ack_gaps=gaps) for run in sweep.runs]
     first: dict[str, Run] = {}
     for run, key in zip(sweep.runs, keys, strict=True):
         first.setdefault(key, run)
@@ -315,6 +343,7 @@ def run_sweep(
                     "base_dir": os.fspath(Path.cwd()),
                     "code": code,
                     "series": series,
+                    "ack_gaps": gaps,
                 }
             )
     write_json_atomic(
@@ -346,6 +375,8 @@ def run_sweep(
     results = consolidate(sweep, keys, out, command=command, code=code)
     if series:
         consolidate_series(sweep, keys, out)
+    if gaps:
+        consolidate_ack_gaps(sweep, keys, out)
     return SweepOutcome(
         out_dir=out,
         total=len(sweep.runs),
@@ -361,16 +392,86 @@ def run_sweep(
 #: Report views that need every run's time series (docs/experiments.md).
 SERIES_VIEWS = ("timeseries", "share")
 SERIES_FILE = "timeseries.parquet"
+#: Report views that need every run's ACK-gap histograms (its ACKs are logged).
+ACK_GAP_VIEWS = ("ack_gap",)
+ACK_GAPS_FILE = "ack_gaps.parquet"
+#: Histogram bin of ACK gaps: a quarter of an LTE TTI, as `cellcc run`'s ACK-pattern plot.
+ACK_GAP_BIN_MS = 0.25
+#: Gaps from here on share the last bin: four 20 ms SR periods, past every scheduling
+#: unit of the presets (docs/cellular-models.md).
+ACK_GAP_MAX_MS = 80.0
+
+
+def ack_gap_counts(
+    acks: pd.DataFrame,
+    flows: int,
+    *,
+    bin_ms: float = ACK_GAP_BIN_MS,
+    max_ms: float = ACK_GAP_MAX_MS,
+) -> list[dict[str, Any]]:
+    """Histograms of the ACK inter-arrival gaps at the sender of flows ``0 .. flows-1``:
+    ``[{"flow": i, "counts": [...]}]``, bin ``k`` counting gaps in ``[k, k + 1) * bin_ms``
+    and the last bin every gap from ``max_ms`` on. ``acks`` has the columns ``flow``
+    and ``t_s`` of :attr:`cellcc.api.Result.acks` (arrival order per flow)."""
+    bins = round(max_ms / bin_ms) + 1
+    out = []
+    for flow in range(flows):
+        times = acks.loc[acks["flow"] == flow, "t_s"].to_numpy(dtype=float)
+        gaps_ms = np.diff(times) * 1e3
+        index = np.minimum((gaps_ms / bin_ms).astype(np.int64), bins - 1)
+        counts = np.bincount(index, minlength=bins)
+        out.append({"flow": flow, "counts": [int(c) for c in counts]})
+    return out
+
+
+def report_views(report: Mapping[str, Any]) -> list[str]:
+    """The views a ``[report]`` table asks for: ``view`` is one name or a list of names."""
+    view = report.get("view", "table")
+    return [str(v) for v in view] if isinstance(view, list) else [str(view)]
 
 
 def needs_series(sweep: Sweep) -> bool:
     """Whether the sweep's report needs the time series of every run."""
     report = sweep.report
     return (
-        report.get("view") in SERIES_VIEWS
+        any(view in SERIES_VIEWS for view in report_views(report))
         or bool(report.get("window"))
         or bool(report.get("series"))
     )
+
+
+def needs_ack_gaps(sweep: Sweep) -> bool:
+    """Whether the sweep's report needs the ACK-gap histograms of every run."""
+    return any(view in ACK_GAP_VIEWS for view in report_views(sweep.report))
+
+
+def consolidate_ack_gaps(sweep: Sweep, keys: list[str], out_dir: str | os.PathLike[str]) -> Path:
+    """Join the runs' ACK-gap histograms into ``ack_gaps.parquet``: the parameter
+    columns, then ``flow``, ``gap_ms`` (the bin's lower edge; the last bin holds every
+    gap from ``max_ms`` on) and ``count``, one row per non-empty bin."""
+    out = Path(out_dir)
+    rows: list[dict[str, Any]] = []
+    for run, key in zip(sweep.runs, keys, strict=True):
+        record = json.loads((out / RUNS_DIR / f"{key}.json").read_text(encoding="utf-8"))
+        gaps = record.get("ack_gaps") or {}
+        bin_ms = float(gaps.get("bin_ms", 0.0))
+        params = {name: _column_value(value) for name, value in run.params.items()}
+        for flow in gaps.get("flows", []):
+            for index, count in enumerate(flow["counts"]):
+                if count:
+                    rows.append(
+                        {
+                            "run_index": run.index,
+                            "seed": run.seed,
+                            **params,
+                            "flow": flow["flow"],
+                            "gap_ms": index * bin_ms,
+                            "count": count,
+                        }
+                    )
+    columns = ["run_index", "seed", *sweep.param_columns, "flow", "gap_ms", "count"]
+    frame = pd.DataFrame.from_records(rows, columns=columns)
+    return write_parquet_atomic(out / ACK_GAPS_FILE, frame)
 
 
 def consolidate_series(sweep: Sweep, keys: list[str], out_dir: str | os.PathLike[str]) -> Path:

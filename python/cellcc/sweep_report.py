@@ -10,9 +10,12 @@ A sweep's ``[report]`` table picks a view (docs/experiments.md):
   the ``y = x`` diagonal (PropRate Fig. 9) or a log x axis (buffer sizes);
 * ``frontier``: throughput against delay, one line per label through its ``x`` values
   (PropRate Fig. 10), other labels as single points;
-* ``timeseries``, ``share``, ``ecdf``, ``box`` and ``loss``: see
+* ``timeseries``, ``share``, ``ecdf``, ``box``, ``loss`` and ``ack_gap``: see
   :mod:`cellcc.sweep_views`, which also derives Jain's index, bandwidth shares and
   windowed throughputs, and the ``<metric>@p<N>`` percentile columns.
+
+``view`` may also be a list of views (``["table", "ack_gap"]``): the report then draws
+the figures of each, in order, under the one table.
 
 Every view also shows the grouped table with the ``published`` values beside ours,
 the command that regenerates the report, and the provenance of the dataset.
@@ -32,11 +35,12 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from cellcc import plots, sweep_views
 from cellcc.report import Plot, Section, write_report
 from cellcc.results import write_csv_atomic
+from cellcc.runner import ACK_GAPS_FILE, report_views
 from cellcc.sweep import Sweep
 
 __all__ = ["VIEWS", "grouped_table", "report_options", "write_sweep_report"]
 
-VIEWS = ("table", "sweep", "frontier", "timeseries", "share", "ecdf", "box", "loss")
+VIEWS = ("table", "sweep", "frontier", "timeseries", "share", "ecdf", "box", "loss", "ack_gap")
 DEFAULT_METRICS = ("throughput_mbps", "qdelay_mean_ms", "qdelay_p95_ms", "owd_p95_ms")
 #: Columns that identify one measurement context for normalisation.
 CONTEXT_COLUMNS = ("trace", "direction", "seed")
@@ -75,18 +79,26 @@ def report_options(sweep: Sweep) -> dict[str, Any]:
                 f"{sweep.source}: report.{key}: unknown key; expected one of: "
                 f"{', '.join(REPORT_KEYS)}"
             )
-    view = report.get("view", "table")
-    if view not in VIEWS:
-        raise ScenarioError(f"{sweep.source}: report.view: expected one of: {', '.join(VIEWS)}")
-    if view in ("sweep", "frontier", "loss") and report.get("x") not in sweep.param_columns:
-        raise ScenarioError(
-            f"{sweep.source}: report.x: the {view} view needs x = one of the parameter "
-            f"columns: {', '.join(sweep.param_columns)}"
-        )
+    raw = report.get("view", "table")
+    if isinstance(raw, list) and not raw:
+        raise ScenarioError(f"{sweep.source}: report.view: expected a view or a non-empty list")
+    views = report_views(report)
+    for i, view in enumerate(views):
+        if view not in VIEWS:
+            where = f"report.view[{i}]" if isinstance(raw, list) else "report.view"
+            raise ScenarioError(f"{sweep.source}: {where}: expected one of: {', '.join(VIEWS)}")
+        if view in ("sweep", "frontier", "loss") and report.get("x") not in sweep.param_columns:
+            raise ScenarioError(
+                f"{sweep.source}: report.x: the {view} view needs x = one of the parameter "
+                f"columns: {', '.join(sweep.param_columns)}"
+            )
+    if len(set(views)) != len(views):
+        raise ScenarioError(f"{sweep.source}: report.view: a view is listed twice")
     report.setdefault("group", ["label"])
     report.setdefault("metrics", list(DEFAULT_METRICS))
     report.setdefault("delay", "qdelay_mean_ms")
-    report["view"] = view
+    report["view"] = views[0]
+    report["views"] = views
     return report
 
 
@@ -316,12 +328,14 @@ def write_sweep_report(
     context = [*CONTEXT_COLUMNS, *(k for k in sweep.spec.get("grid", {}) if k not in group)]
     series_path = out / "timeseries.parquet"
     series = pd.read_parquet(series_path) if series_path.is_file() else None
+    gaps_path = out / ACK_GAPS_FILE
+    gaps = pd.read_parquet(gaps_path) if gaps_path.is_file() else None
+    views = list(options["views"])
     window = options.get("window")
-    if window is None and options["view"] == "share":
+    if window is None and "share" in views:
         window = []
     results = sweep_views.derive(results, series, window)
-    view = options["view"]
-    if view == "loss":
+    if "loss" in views:
         results = sweep_views.normalise_to_first_x(
             results, x=options["x"], metrics=[*metrics, *options.get("y", [])], context=context
         )
@@ -348,8 +362,41 @@ def write_sweep_report(
         files=[("results.parquet", out / "results.parquet"), ("table.csv", out / "table.csv")],
     )
     plots_out: list[Plot] = []
-    delay = options["delay"]
     subtitle = f"{len(sweep.runs)} runs" + (" (quick)" if sweep.quick else "")
+    for view in views:
+        plots_out += _view_plots(
+            view, options, rows, series, gaps, out, sweep, subtitle, command, published
+        )
+    section.plots = plots_out
+    intro = (
+        f"Table: {what} per {', '.join(group)}; columns marked (paper) are the published "
+        "numbers. " + str(experiment.get("notes", ""))
+    ).strip()
+    page = write_report(
+        out,
+        title=title or f"cellcc: {sweep.name}",
+        sections=[section],
+        provenance_record=provenance_record,
+        intro=intro,
+    )
+    return page, shown
+
+
+def _view_plots(
+    view: str,
+    options: Mapping[str, Any],
+    rows: pd.DataFrame,
+    series: pd.DataFrame | None,
+    gaps: pd.DataFrame | None,
+    out: Path,
+    sweep: Sweep,
+    subtitle: str,
+    command: str,
+    published: Sequence[Mapping[str, Any]],
+) -> list[Plot]:
+    """The figures of one view."""
+    plots_out: list[Plot] = []
+    delay = options["delay"]
     if view == "table" and delay in rows.columns and not rows.empty:
         frame = _label_means(rows, delay)
         figure = plots.throughput_delay_figure(
@@ -390,33 +437,22 @@ def write_sweep_report(
         path = plots.save(figure, out / "frontier.png")
         plots_out.append(Plot(path, f"Throughput vs delay as {options['x']} varies", command))
     else:
-        plots_out += _other_views(options, rows, series, out, sweep, subtitle, command)
-    section.plots = plots_out
-    intro = (
-        f"Table: {what} per {', '.join(group)}; columns marked (paper) are the published "
-        "numbers. " + str(experiment.get("notes", ""))
-    ).strip()
-    page = write_report(
-        out,
-        title=title or f"cellcc: {sweep.name}",
-        sections=[section],
-        provenance_record=provenance_record,
-        intro=intro,
-    )
-    return page, shown
+        plots_out += _other_views(view, options, rows, series, gaps, out, sweep, subtitle, command)
+    return plots_out
 
 
 def _other_views(
+    view: str,
     options: Mapping[str, Any],
     rows: pd.DataFrame,
     series: pd.DataFrame | None,
+    gaps: pd.DataFrame | None,
     out: Path,
     sweep: Sweep,
     subtitle: str,
     command: str,
 ) -> list[Plot]:
     """The figures of the views of :mod:`cellcc.sweep_views`."""
-    view = options["view"]
     title = f"{sweep.name} ({subtitle})"
     figure, name, caption = None, view, ""
     if view == "timeseries" and series is not None and not series.empty:
@@ -436,6 +472,13 @@ def _other_views(
         ys = [y for y in options.get("y", ["throughput_mbps", "rtt_mean_ms"]) if y in rows]
         figure = sweep_views.box_figure(rows, y=ys, group="label", title=title)
         caption = "Distribution over runs per label (whiskers 5th-95th percentile)"
+    elif view == "ack_gap" and gaps is not None and not gaps.empty:
+        group = list(options["group"])
+        figure = sweep_views.ack_gap_figure(gaps, group=group, title=title)
+        caption = (
+            f"ACK inter-arrival gaps at the sender of flow 0, per {', '.join(group)}, "
+            "pooled over its runs (share of ACKs per bin)"
+        )
     if figure is None:
         return []
     return [Plot(plots.save(figure, out / f"{name}.png"), caption, command)]

@@ -13,7 +13,11 @@ Used by :mod:`cellcc.sweep_report` (docs/experiments.md, "Reports"):
 * ``box``: box plots of each ``y`` per label over runs (César Fig. 10);
 * ``loss``: the ``sweep`` view with each metric divided by the label's value at the
   smallest ``x`` in the same context (C2TCP IFIP Fig. 8: throughput normalised to the
-  loss-free run).
+  loss-free run);
+* ``ack_gap``: the histogram of flow 0's ACK inter-arrival gaps at its sender, one panel
+  per group (the report's ``group`` columns), pooled over the group's runs (César Fig.
+  3/6: gaps cluster at the cellular scheduling unit and its multiples). Each run keeps
+  its histogram (:func:`cellcc.runner.ack_gap_counts`), not its ACKs.
 
 Derived metrics (added to the flow-0 row of every run before grouping):
 
@@ -41,10 +45,12 @@ import numpy as np
 import pandas as pd
 
 from cellcc import plots
+from cellcc.runner import ACK_GAP_BIN_MS, ACK_GAP_MAX_MS
 
 __all__ = [
     "DERIVED",
     "SERIES_VIEWS",
+    "ack_gap_figure",
     "box_figure",
     "derive",
     "ecdf_figure",
@@ -289,5 +295,55 @@ def box_figure(rows: pd.DataFrame, *, y: Sequence[str], group: str, title: str) 
             ax.boxplot(data, whis=(5, 95), showmeans=True, showfliers=False)
             ax.set_xticks(range(1, len(keys) + 1), keys, rotation=30, ha="right", fontsize=8)
             ax.set_ylabel(plots.DELAY_LABELS.get(column, column))
+        figure.suptitle(title)
+    return figure
+
+
+def ack_gap_figure(
+    gaps: pd.DataFrame,
+    *,
+    group: Sequence[str],
+    title: str,
+    bin_ms: float = ACK_GAP_BIN_MS,
+    max_ms: float = ACK_GAP_MAX_MS,
+) -> Any:
+    """One panel per value of the ``group`` columns: the share of flow 0's ACK gaps in
+    each bin, pooled over the group's runs (``gaps``: the ``ack_gaps.parquet`` rows,
+    ``flow``, ``gap_ms`` = the bin's lower edge, ``count``). The last bin (every gap of
+    ``max_ms`` or more) is left out of the bars and reported in the panel's title; the
+    x axis ends a quarter past the bin that covers 99.5 % of the gaps."""
+    rows = gaps[gaps["flow"] == 0]
+    keys = [c for c in group if c in rows.columns]
+    parts = [(("all",), rows)]
+    if keys:
+        parts = [
+            (k if isinstance(k, tuple) else (k,), p) for k, p in rows.groupby(keys, sort=False)
+        ]
+    cols = min(len(parts), 3)
+    with plots._style():
+        figure = plots._figure(4.6 * cols + 0.6, 3.2 * ((len(parts) + 2) // 3) + 0.6)
+        axes = figure.subplots((len(parts) + 2) // 3, cols, squeeze=False).ravel()
+        for ax, (name, part) in zip(axes, parts, strict=False):
+            counts = part.groupby("gap_ms")["count"].sum().sort_index()
+            total = float(counts.sum())
+            if total <= 0:
+                ax.set_visible(False)
+                continue
+            shown = counts[counts.index < max_ms]
+            edges = shown.index.to_numpy(dtype=float)
+            share = shown.to_numpy(dtype=float) / total
+            ax.bar(edges, share, width=bin_ms, align="edge", color=plots.PALETTE[1])
+            beyond = 1.0 - float(share.sum())
+            label = ", ".join(str(k) for k in name)
+            if beyond > 0:
+                label += f" ({beyond:.1%} of gaps >= {max_ms:g} ms)"
+            ax.set_title(label, fontsize=9)
+            covered = np.cumsum(share) >= 0.995 - beyond
+            upper = float(edges[np.argmax(covered)]) + bin_ms if covered.any() else max_ms
+            ax.set_xlim(0, min(max_ms, max(1.25 * upper, 1.0)))
+            ax.set_xlabel(f"ACK inter-arrival gap (ms, {bin_ms:g} ms bins)")
+            ax.set_ylabel("Share of ACKs")
+        for ax in axes[len(parts) :]:
+            ax.set_visible(False)
         figure.suptitle(title)
     return figure

@@ -2,6 +2,7 @@
 
 from html.parser import HTMLParser
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -136,3 +137,31 @@ def test_demo_is_byte_for_byte_reproducible(tmp_path):
         assert (tmp_path / "a" / relative).read_bytes() == (
             tmp_path / "b" / relative
         ).read_bytes(), relative
+
+
+def test_run_with_an_uplink_flow_shows_each_row_direction(tmp_path):
+    path = tmp_path / "up.toml"
+    path.write_text(
+        api.scenario_text(
+            {
+                "name": "uplink-flow",
+                "duration_s": 5.0,
+                "downlink": {"rate_mbps": 20.0, "delay_ms": 20.0},
+                "uplink": {
+                    "rate_mbps": 2.0,
+                    "delay_ms": 20.0,
+                    "queue": {"kind": "droptail", "packets": 100},
+                },
+                "flows": [{"scheme": "cubic"}, {"scheme": "cubic", "direction": "up"}],
+            }
+        )
+    )
+    result = invoke("run", path, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "dir" in result.stdout
+    rows = pd.read_csv(tmp_path / "out" / "summary.csv")
+    by_flow = dict(zip(rows["flow"], rows["flow_direction"], strict=True))
+    assert by_flow == {0: "down", 1: "up", -1: "down", -3: "up"}
+    # The uplink flow is limited by the 2 Mbit/s uplink, the downlink one is not.
+    tput = dict(zip(rows["flow"], rows["throughput_mbps"], strict=True))
+    assert 1.5 < tput[1] < 2.0

@@ -14,5 +14,5 @@ pub mod sim;
 pub mod tcp;
 pub mod traffic;
 
-pub use scenario::{Scenario, ScenarioError};
+pub use scenario::{Direction, Scenario, ScenarioError};
 pub use sim::{run, AckRecord, Cancelled, CcInfo, Conservation, SimOutput, Simulation};

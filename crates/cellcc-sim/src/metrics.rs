@@ -222,6 +222,9 @@ pub struct SenderSample {
 pub struct SummaryRow {
     pub flow: i64,
     pub scheme: String,
+    /// The direction of the flow's data, `"down"` or `"up"` (an aggregate row: of the
+    /// flows it sums).
+    pub flow_direction: &'static str,
     pub start_s: f64,
     pub throughput_mbps: f64,
     pub pantheon_throughput_mbps: Option<f64>,
@@ -287,6 +290,7 @@ impl FlowMetrics {
         SummaryRow {
             flow,
             scheme: scheme.to_string(),
+            flow_direction: "down",
             start_s: start.as_secs_f64(),
             throughput_mbps,
             pantheon_throughput_mbps,

@@ -92,24 +92,115 @@ impl AckSegment {
     }
 }
 
-/// Anything a link carries.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Packet {
+/// Anything a link carries: a data segment of a flow sending in the link's direction,
+/// or an ACK of a flow sending the other way.
+///
+/// `A` is how the packet holds its ACK. The uplink, where ACKs are the common case
+/// (every downlink flow sends them that way), holds them inline ([`UpPacket`]). The
+/// downlink, where they are rare (only uplink flows send them that way), holds an
+/// [`AckRef`] to an ACK parked in an [`AckStore`] ([`DownPacket`]), so that a downlink
+/// data packet stays a plain value the size of a [`DataSegment`]: queues of thousands
+/// of them are the simulator's working set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packet<A = AckSegment> {
     Data(DataSegment),
-    Ack(AckSegment),
+    Ack(A),
 }
 
-impl Packet {
+/// What the downlink carries.
+pub type DownPacket = Packet<AckRef>;
+/// What the uplink carries.
+pub type UpPacket = Packet<AckSegment>;
+
+/// How a [`Packet`] holds its ACK: inline, or by reference to an [`AckStore`].
+pub trait AckHold {
+    /// The flow the ACK belongs to.
+    fn flow(&self) -> FlowId;
+}
+
+impl AckHold for AckSegment {
+    #[inline]
+    fn flow(&self) -> FlowId {
+        self.flow
+    }
+}
+
+/// An ACK parked in an [`AckStore`] while this reference crosses a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckRef {
+    pub flow: FlowId,
+    slot: u32,
+}
+
+impl AckHold for AckRef {
+    #[inline]
+    fn flow(&self) -> FlowId {
+        self.flow
+    }
+}
+
+/// ACKs parked while their [`AckRef`]s travel. Slots are reused last-freed first, so
+/// the same run parks into the same slots.
+#[derive(Debug, Default)]
+pub struct AckStore {
+    slots: Vec<Option<AckSegment>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl AckStore {
+    pub fn park(&mut self, ack: AckSegment) -> AckRef {
+        let flow = ack.flow;
+        self.len += 1;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(ack);
+                slot
+            }
+            None => {
+                self.slots.push(Some(ack));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        AckRef { flow, slot }
+    }
+
+    /// Take the ACK `r` refers to. Panics if it was taken before: every [`AckRef`] is
+    /// made by [`AckStore::park`] and leaves the network (delivered or dropped) once.
+    pub fn take(&mut self, r: AckRef) -> AckSegment {
+        let ack = self.slots[r.slot as usize]
+            .take()
+            .expect("an AckRef leaves the network once, so its slot is still full");
+        self.free.push(r.slot);
+        self.len -= 1;
+        ack
+    }
+
+    /// ACKs parked (in the network).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<A: AckHold> Packet<A> {
+    #[inline]
+    pub fn flow(&self) -> FlowId {
+        match self {
+            Packet::Data(d) => d.flow,
+            Packet::Ack(a) => a.flow(),
+        }
+    }
+}
+
+impl UpPacket {
     pub fn ip_len(&self) -> u32 {
         match self {
             Packet::Data(d) => d.ip_len(),
             Packet::Ack(a) => a.ip_len(),
-        }
-    }
-    pub fn flow(&self) -> FlowId {
-        match self {
-            Packet::Data(d) => d.flow,
-            Packet::Ack(a) => a.flow,
         }
     }
 }
@@ -148,5 +239,47 @@ mod tests {
         // A receiver agent's feedback: a 4-byte option header and 4 bytes per value.
         a.feedback = Some(Box::new(cellcc_congestion::ReceiverFeedback::new(&[1, 2])));
         assert_eq!(a.ip_len(), 52 + 4 + 24 + 4 + 8);
+        // A packet reports the length of what it carries.
+        assert_eq!(UpPacket::Ack(a.clone()).ip_len(), a.ip_len());
+        assert_eq!(UpPacket::Data(d).ip_len(), 1500);
+    }
+
+    #[test]
+    fn downlink_data_packets_stay_the_size_of_a_segment() {
+        // The downlink queues hold thousands of data packets; parking the (rare) ACKs
+        // keeps them as small as before uplink flows existed.
+        assert_eq!(
+            std::mem::size_of::<DownPacket>(),
+            std::mem::size_of::<DataSegment>()
+        );
+        assert_eq!(
+            std::mem::size_of::<UpPacket>(),
+            std::mem::size_of::<AckSegment>()
+        );
+    }
+
+    #[test]
+    fn parked_acks_come_back_once_and_slots_are_reused() {
+        let ack = |flow, n| AckSegment {
+            flow,
+            ack: n,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_len: 0,
+            dsack: false,
+            tsval: 0,
+            tsecr: 0,
+            sent_at: Time::ZERO,
+            feedback: None,
+        };
+        let mut store = AckStore::default();
+        let a = store.park(ack(3, 10));
+        let b = store.park(ack(4, 11));
+        assert_eq!((a.flow, b.flow, store.len()), (3, 4, 2));
+        assert_eq!(store.take(a).ack, 10);
+        let c = store.park(ack(5, 12));
+        assert_eq!(c.slot, a.slot, "the freed slot is reused");
+        assert_eq!(store.take(b).ack, 11);
+        assert_eq!(store.take(c).ack, 12);
+        assert!(store.is_empty());
     }
 }

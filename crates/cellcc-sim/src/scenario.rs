@@ -61,8 +61,40 @@ pub struct FlowConfig {
     pub params: toml::Table,
     pub start: Dur,
     pub app: App,
-    /// The UE (index into the cell's UEs; 0 without a cell) that receives this flow.
+    /// The UE (index into the cell's UEs; 0 without a cell) at this flow's end of the
+    /// radio: its receiver for a downlink flow, its sender for an uplink flow.
     pub ue: u32,
+    /// Which way the data goes; the ACKs take the other direction.
+    pub direction: Direction,
+}
+
+/// The direction of a flow's data (`flows[i].direction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Server → UE: data crosses the downlink, ACKs the uplink.
+    #[default]
+    Down,
+    /// UE → server: data crosses the uplink, ACKs the downlink.
+    Up,
+}
+
+impl Direction {
+    /// The scenario-file spelling (`"down"`, `"up"`), also used in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Down => "down",
+            Direction::Up => "up",
+        }
+    }
+
+    /// The direction the ACKs of a flow in this direction take.
+    pub fn reverse(self) -> Direction {
+        match self {
+            Direction::Down => Direction::Up,
+            Direction::Up => Direction::Down,
+        }
+    }
 }
 
 /// One background source.
@@ -174,6 +206,8 @@ struct RawFlow {
     app: Option<toml::Value>,
     #[serde(default)]
     ue: u32,
+    #[serde(default)]
+    direction: Direction,
 }
 
 #[derive(Deserialize)]
@@ -358,6 +392,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
             start,
             app,
             ue: f.ue,
+            direction: f.direction,
         });
     }
     let bin_ms = positive(

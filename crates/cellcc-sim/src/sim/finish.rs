@@ -4,6 +4,7 @@ use cellcc_units::{Dur, Time};
 
 use super::Simulation;
 use crate::metrics::{SummaryRow, TimeSeries};
+use crate::scenario::Direction;
 
 /// Everything a run produces.
 #[derive(Debug, Clone)]
@@ -84,18 +85,26 @@ impl Simulation<'_> {
         let bin = self.sc.metrics.bin;
         // The scenario's own flows come first in `flows`; background flows follow.
         let main = self.sc.flows.len();
-        let first_start = self.flows[..main]
-            .iter()
-            .map(|f| f.start)
-            .min()
+        let first_of = |dir: Option<Direction>| {
+            self.flows[..main]
+                .iter()
+                .filter(|f| dir.is_none_or(|d| f.dir == d))
+                .map(|f| f.start)
+                .min()
+        };
+        // The downlink aggregate spans from its first flow's start (from the first
+        // flow's when every flow is an uplink one).
+        let first_start = first_of(Some(Direction::Down))
+            .or(first_of(None))
             .unwrap_or(Time::ZERO);
+        let first_up = first_of(Some(Direction::Up));
         // Aggregates record counters per packet and take their delay distributions
         // from their flows here (exactly what recording every sample twice would give).
         for (i, m) in self.metrics.iter().enumerate() {
-            if i < main {
-                self.all.merge_delays(m);
-            } else {
-                self.bg.merge_delays(m);
+            match (i < main, self.flows[i].dir) {
+                (true, Direction::Down) => self.all.merge_delays(m),
+                (true, Direction::Up) => self.all_up.merge_delays(m),
+                (false, _) => self.bg.merge_delays(m),
             }
         }
         // Utilisation refers to the channel of the first flow's UE (in a cell: as if
@@ -106,21 +115,30 @@ impl Simulation<'_> {
             let m = &self.metrics[i];
             let stop = m.completed_at.unwrap_or(end);
             let active = stop.saturating_since(f.start);
-            let cap = self.radio.link.capacity_bytes(f.ue, f.start, stop);
-            summary.push(m.summary(i as i64, &f.scheme, f.start, active, Some(cap)));
+            // Utilisation refers to the link the flow's data crosses.
+            let cap = match f.dir {
+                Direction::Down => self.radio.link.capacity_bytes(f.ue, f.start, stop),
+                Direction::Up => self.up_radio[f.ue as usize]
+                    .link
+                    .capacity_bytes(f.start, stop),
+            };
+            let mut row = m.summary(i as i64, &f.scheme, f.start, active, Some(cap));
+            row.flow_direction = f.dir.as_str();
+            summary.push(row);
         }
         let cap_all = self.radio.link.capacity_bytes(ue0, first_start, end);
-        let schemes: Vec<&str> = self.flows[..main]
-            .iter()
-            .map(|f| f.scheme.as_str())
-            .collect();
-        let mut scheme_all = schemes.clone();
-        scheme_all.dedup();
-        let all_label = if scheme_all.len() == 1 {
-            scheme_all[0].to_string()
-        } else {
-            "all".to_string()
+        // The aggregate's label: the scheme when its flows share one, else "all".
+        let label_of = |dir: Direction| {
+            let mut schemes = self.flows[..main]
+                .iter()
+                .filter(|f| f.dir == dir)
+                .map(|f| f.scheme.as_str());
+            match schemes.next() {
+                Some(first) if schemes.all(|s| s == first) => first.to_string(),
+                _ => "all".to_string(),
+            }
         };
+        let all_label = label_of(Direction::Down);
         let all_row = self.all.summary(
             -1,
             &all_label,
@@ -144,6 +162,26 @@ impl Simulation<'_> {
             drops: all_row.drops,
         };
         summary.push(all_row);
+        if let Some(first_up) = first_up {
+            // The scenario's uplink flows, as one row (flow = -3), against the uplink
+            // of the first of them's UE.
+            let ue = self.flows[..main]
+                .iter()
+                .find(|f| f.dir == Direction::Up)
+                .map_or(0, |f| f.ue);
+            let cap = self.up_radio[ue as usize]
+                .link
+                .capacity_bytes(first_up, end);
+            let mut row = self.all_up.summary(
+                -3,
+                &label_of(Direction::Up),
+                first_up,
+                end.saturating_since(first_up),
+                Some(cap),
+            );
+            row.flow_direction = Direction::Up.as_str();
+            summary.push(row);
+        }
         if self.flows.len() > main {
             // Everything the background sources carried, as one row (flow = -2).
             summary.push(self.bg.summary(
@@ -174,17 +212,27 @@ impl Simulation<'_> {
         }
         let packet_log = self.log.take().map(|l| l.finish(end));
         let mut conservation = self.count;
-        conservation.data_in_network = (self.down_pre.held()
+        let down_held = (self.down_pre.held()
             + self.radio.link.queued_packets()
             + self.radio.link.in_transit()
             + self.down_post.iter().map(|c| c.held()).sum::<usize>())
             as u64;
-        conservation.acks_in_network = self
+        let up_held = self
             .up_radio
             .iter()
             .map(|r| r.link.queued_packets() + usize::from(r.link.has_packet_in_transit()))
             .sum::<usize>() as u64
             + self.up_post.iter().map(|c| c.held() as u64).sum::<u64>();
+        // What the stages hold is counted from the stages themselves; only the split of
+        // each direction's packets into data and ACKs uses the kind counted in and out
+        // (see `down_acks` and `up_data_in_network`), so a stage that loses a packet still shows.
+        let down_acks = self.down_acks.len() as u64;
+        debug_assert!(
+            down_held >= down_acks && up_held >= self.up_data_in_network,
+            "every counted packet is held by a stage of its direction until it leaves"
+        );
+        conservation.data_in_network = down_held.wrapping_sub(down_acks) + self.up_data_in_network;
+        conservation.acks_in_network = up_held.wrapping_sub(self.up_data_in_network) + down_acks;
         let cc_info = self
             .flows
             .iter()

@@ -12,7 +12,9 @@
 //! ```
 //!
 //! Data is delayed, then queued (`mm-delay` outside `mm-link`); ACKs are queued on the
-//! uplink, then delayed. Stages in brackets exist only when the scenario asks for them;
+//! uplink, then delayed. The picture shows a downlink flow; an uplink flow's sender sits
+//! at the UE, so its data takes the uplink path and its ACKs the downlink path. Either
+//! path carries [`Packet`]s of both kinds in one order, so they share every queue. Stages in brackets exist only when the scenario asks for them;
 //! a plain scenario runs exactly the Mahimahi pipeline. The radio is one link per UE, or
 //! a shared cell whose scheduler serves the UEs' queues. Events are ordered by
 //! `(time, sequence)`: ties run in the order they were scheduled, so a run is a pure
@@ -25,16 +27,16 @@ mod radio;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use cellcc_link::{
-    Cell, Delay, DropReason, EnqueueResult, Harq, Jitter, Link, LinkService, LossModel,
-};
+use cellcc_link::{Cell, Delay, EnqueueResult, Harq, Jitter, Link, LinkService, LossModel};
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
 use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
-use crate::packet::{AckSegment, DataSegment, HEADER_BYTES};
+use crate::packet::{
+    AckRef, AckSegment, AckStore, DataSegment, DownPacket, Packet, UpPacket, HEADER_BYTES,
+};
 use crate::rng::{self, StageKind, Stream};
-use crate::scenario::{LinkConfig, Scenario};
+use crate::scenario::{Direction, LinkConfig, Scenario};
 use crate::schemes;
 use crate::tcp::{App, SenderObserver, TcpReceiver, TcpSender};
 use crate::traffic::{BackgroundSource, ShortFlow, ShortFlowArrivals, UdpSource};
@@ -96,6 +98,8 @@ struct Flow {
     scheme: String,
     start: Time,
     ue: u32,
+    /// The direction of the data; ACKs take the other one.
+    dir: Direction,
     origin: Origin,
     app: App,
     sender: Option<TcpSender>,
@@ -127,10 +131,11 @@ impl SenderObserver for Observer<'_> {
     }
 }
 
-/// A data segment after the radio: when it entered the radio queue (for queueing delay).
-#[derive(Clone, Copy, Debug)]
-struct Carried {
-    seg: DataSegment,
+/// A packet after its direction's radio: when it entered the radio queue (for queueing
+/// delay).
+#[derive(Clone, Debug)]
+struct Carried<P> {
+    pkt: P,
     queued_at: Time,
 }
 
@@ -142,8 +147,24 @@ struct Radio {
 
 /// One UE's uplink radio.
 struct UpRadio {
-    link: Link<AckSegment>,
+    link: Link<UpPacket>,
     timer: Option<Time>,
+}
+
+/// The aggregate a flow's counters also go to: `all` (the scenario's downlink flows),
+/// `all_up` (its uplink flows) or `bg` (background traffic).
+fn aggregate<'a>(
+    origin: Origin,
+    dir: Direction,
+    all: &'a mut FlowMetrics,
+    all_up: &'a mut FlowMetrics,
+    bg: &'a mut FlowMetrics,
+) -> &'a mut FlowMetrics {
+    match (origin, dir) {
+        (Origin::Scenario(_), Direction::Down) => all,
+        (Origin::Scenario(_), Direction::Up) => all_up,
+        _ => bg,
+    }
 }
 
 /// Claim a wake-up at `want` (not before `now`) for an entity whose pending wake-up is
@@ -237,14 +258,25 @@ pub struct Simulation<'s> {
     down_rng: ChaCha8Rng,
     up_loss: LossModel,
     up_rng: ChaCha8Rng,
-    down_pre: Chain<DataSegment>,
+    down_pre: Chain<DownPacket>,
     radio: Radio,
-    down_post: Vec<Chain<Carried>>,
+    down_post: Vec<Chain<Carried<DownPacket>>>,
     up_radio: Vec<UpRadio>,
-    up_post: Vec<Chain<AckSegment>>,
+    up_post: Vec<Chain<Carried<UpPacket>>>,
     /// Charged bytes on top of the IP length on the radio links (4 on trace links).
     /// Per UE (the packet log only exists without a cell, where there is one UE).
     down_framing: Vec<u32>,
+    /// The same for the uplink (every UE's uplink is a copy of `[uplink]`).
+    up_framing: u32,
+    /// Aggregate of the scenario's uplink flows (`all` holds its downlink flows).
+    all_up: FlowMetrics,
+    /// The ACKs of uplink flows while they cross the downlink (which carries
+    /// [`AckRef`]s to them); its length is the number of ACKs in the downlink path.
+    down_acks: AckStore,
+    /// Data packets of uplink flows inside the uplink path, counted in and out: with
+    /// `down_acks`, what lets the packet-conservation check split what each direction's
+    /// stages hold into data and ACKs.
+    up_data_in_network: u64,
     wakeups: Vec<(u16, Time)>,
     log: Option<PacketLog>,
     ack_log: Option<Vec<AckRecord>>,
@@ -285,9 +317,9 @@ impl<'s> Simulation<'s> {
             PacketLog::new(&format!("{:?}", sc.downlink.queue), opps, bytes)
         });
         let ues = sc.cell.as_ref().map_or(1, |c| c.ues.len() as u32);
-        let mut down_pre: Vec<BoxedStage<DataSegment>> = Vec::new();
+        let mut down_pre: Vec<BoxedStage<DownPacket>> = Vec::new();
         if let Some(w) = &sc.wired {
-            let link = Link::<DataSegment>::try_with_seed(
+            let link = Link::<DownPacket>::try_with_seed(
                 LinkService::constant(w.rate),
                 w.queue.clone(),
                 queue_seed(sc, true, 0, true),
@@ -297,7 +329,7 @@ impl<'s> Simulation<'s> {
         }
         let down_post = (0..ues)
             .map(|u| {
-                let mut stages: Vec<BoxedStage<Carried>> = Vec::new();
+                let mut stages: Vec<BoxedStage<Carried<_>>> = Vec::new();
                 if let Some(s) = &sc.scheduling {
                     stages.push(Box::new(s.downlink_gate()));
                 }
@@ -307,7 +339,7 @@ impl<'s> Simulation<'s> {
             .collect();
         let up_post = (0..ues)
             .map(|u| {
-                let mut stages: Vec<BoxedStage<AckSegment>> = Vec::new();
+                let mut stages: Vec<BoxedStage<Carried<_>>> = Vec::new();
                 if let Some(s) = &sc.scheduling {
                     stages.push(Box::new(s.uplink_gate()));
                 }
@@ -330,6 +362,7 @@ impl<'s> Simulation<'s> {
                     scheme: f.scheme.clone(),
                     start: Time::ZERO + f.start,
                     ue: f.ue,
+                    dir: f.direction,
                     origin: Origin::Scenario(i),
                     app: f.app,
                     sender: None,
@@ -370,6 +403,10 @@ impl<'s> Simulation<'s> {
                 None => vec![sc.downlink.service.framing_bytes()],
                 Some(spec) => spec.ues.iter().map(|u| u.channel.framing_bytes()).collect(),
             },
+            up_framing: sc.uplink.service.framing_bytes(),
+            all_up: FlowMetrics::default(),
+            up_data_in_network: 0,
+            down_acks: AckStore::default(),
             wakeups: Vec::new(),
             log,
             ack_log: sc.metrics.ack_log.then(Vec::new),
@@ -417,6 +454,7 @@ impl<'s> Simulation<'s> {
             scheme: "udp".into(),
             start: Time::ZERO,
             ue,
+            dir: Direction::Down,
             origin: Origin::Udp(k),
             app: App::Bulk,
             sender: None,
@@ -431,10 +469,6 @@ impl<'s> Simulation<'s> {
         if let Some(t) = first {
             self.push(t, Event::Udp(idx));
         }
-    }
-
-    fn is_background(&self, flow: u32) -> bool {
-        !matches!(self.flows[flow as usize].origin, Origin::Scenario(_))
     }
 
     fn push(&mut self, t: Time, ev: Event) {
@@ -474,9 +508,15 @@ impl<'s> Simulation<'s> {
                 }
                 f.sender_timer = None;
                 if let Some(s) = f.sender.as_mut() {
+                    // Background flows' timer events count into `all`, as they always
+                    // have (kept so that existing results do not change).
+                    let all = match f.dir {
+                        Direction::Down => &mut self.all,
+                        Direction::Up => &mut self.all_up,
+                    };
                     let mut obs = Observer {
                         flow: &mut self.metrics[i as usize],
-                        all: &mut self.all,
+                        all,
                         last_rtt: None,
                     };
                     s.on_timer(t, &mut obs);
@@ -491,8 +531,7 @@ impl<'s> Simulation<'s> {
                 f.receiver_timer = None;
                 let ack = f.receiver.as_mut().and_then(|r| r.on_timer(t));
                 if let Some(a) = ack {
-                    let ue = f.ue;
-                    self.send_ack(ue, a);
+                    self.send_ack(i, a);
                 }
                 self.arm_receiver(i);
             }
@@ -512,7 +551,7 @@ impl<'s> Simulation<'s> {
                     return;
                 }
                 while let Some(r) = self.up_post[u as usize].pop_delayed(t) {
-                    self.deliver_ack(r.item);
+                    self.exit_up(r.at, r.item, r.ip_len);
                 }
                 if let Some(w) = self.up_post[u as usize].rearm_delayed(t) {
                     self.push(w, Event::Stage(ChainId::UpPost(u), 0));
@@ -575,7 +614,7 @@ impl<'s> Simulation<'s> {
             self.metrics[flow as usize].drops_random += 1;
             self.bg.drops_random += 1;
         } else {
-            self.send_down(seg, len);
+            self.send_down(Packet::Data(seg), len);
         }
         if let Some(t) = next {
             self.push(t, Event::Udp(k));
@@ -606,6 +645,7 @@ impl<'s> Simulation<'s> {
             scheme: cfg.scheme.clone(),
             start: flow.start,
             ue: cfg.ue,
+            dir: Direction::Down,
             origin: Origin::Short {
                 background,
                 record: self.short_flows.len() - 1,
@@ -635,7 +675,7 @@ impl<'s> Simulation<'s> {
             ChainId::DownPre => {
                 if !self.down_pre.drops.is_empty() {
                     for (_, d) in std::mem::take(&mut self.down_pre.drops) {
-                        self.record_data_drop(d.item.flow, d.reason);
+                        self.drop_down(&d.item);
                     }
                 }
                 let mut exits = std::mem::take(&mut self.down_pre.exits);
@@ -649,20 +689,23 @@ impl<'s> Simulation<'s> {
                 let drops = std::mem::take(&mut chain.drops);
                 let mut exits = std::mem::take(&mut chain.exits);
                 for (_, d) in drops {
-                    self.record_data_drop(d.item.seg.flow, d.reason);
+                    self.drop_down(&d.item.pkt);
                 }
                 for r in exits.drain(..) {
-                    self.deliver_data(r.at, r.item, r.ip_len);
+                    self.exit_down(r.at, r.item, r.ip_len);
                 }
                 give_back(&mut self.down_post[u as usize].exits, exits);
             }
             ChainId::UpPost(u) => {
                 let chain = &mut self.up_post[u as usize];
-                self.count.acks_dropped += chain.drops.len() as u64;
-                chain.drops.clear();
-                let mut exits = std::mem::take(&mut chain.exits);
+                if !chain.drops.is_empty() {
+                    for (_, d) in std::mem::take(&mut chain.drops) {
+                        self.drop_up(&d.item.pkt);
+                    }
+                }
+                let mut exits = std::mem::take(&mut self.up_post[u as usize].exits);
                 for r in exits.drain(..) {
-                    self.deliver_ack(r.item);
+                    self.exit_up(r.at, r.item, r.ip_len);
                 }
                 give_back(&mut self.up_post[u as usize].exits, exits);
             }
@@ -693,34 +736,43 @@ impl<'s> Simulation<'s> {
     /// Let sender `i` transmit everything it may now, then re-arm its timer.
     fn pump_sender(&mut self, i: u32) {
         let now = self.now;
+        let (origin, dir, ue) = {
+            let f = &self.flows[i as usize];
+            (f.origin, f.dir, f.ue)
+        };
         loop {
             let f = &mut self.flows[i as usize];
             let Some(s) = f.sender.as_mut() else { return };
             let mut obs = Observer {
                 flow: &mut self.metrics[i as usize],
-                all: if matches!(f.origin, Origin::Scenario(_)) {
-                    &mut self.all
-                } else {
-                    &mut self.bg
-                },
+                all: aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg),
                 last_rtt: None,
             };
             let Some(seg) = s.poll_transmit(now, &mut obs) else {
                 break;
             };
             let len = seg.ip_len();
-            let bg = self.is_background(i);
-            let all = if bg { &mut self.bg } else { &mut self.all };
+            let all = aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg);
             self.count.data_sent += 1;
             self.metrics[i as usize].sent_ip_bytes += len as u64;
             all.sent_ip_bytes += len as u64;
-            if self.down_loss.drops(&mut self.down_rng) {
+            let (loss, rng) = match dir {
+                Direction::Down => (&mut self.down_loss, &mut self.down_rng),
+                Direction::Up => (&mut self.up_loss, &mut self.up_rng),
+            };
+            if loss.drops(rng) {
                 self.metrics[i as usize].drops_random += 1;
                 all.drops_random += 1;
                 self.count.data_dropped += 1;
                 continue;
             }
-            self.send_down(seg, len);
+            match dir {
+                Direction::Down => self.send_down(Packet::Data(seg), len),
+                Direction::Up => {
+                    self.up_data_in_network += 1;
+                    self.send_up(ue, Packet::Data(seg), len);
+                }
+            }
         }
         let want = self.flows[i as usize]
             .sender
@@ -731,24 +783,97 @@ impl<'s> Simulation<'s> {
         }
     }
 
-    /// A data packet enters the network (after entry loss).
-    fn send_down(&mut self, seg: DataSegment, ip_len: u32) {
+    /// A packet enters the downlink (after entry loss): the pre-radio chain, then the
+    /// radio.
+    fn send_down(&mut self, pkt: DownPacket, ip_len: u32) {
         let now = self.now;
         if self.down_pre.is_pass_through() {
-            self.enqueue_radio(now, seg, ip_len);
+            self.enqueue_radio(now, pkt, ip_len);
             return;
         }
         if self.down_pre.is_delay() {
-            if let Some(t) = self.down_pre.push_delayed(now, seg, ip_len) {
+            if let Some(t) = self.down_pre.push_delayed(now, pkt, ip_len) {
                 self.push(t, Event::Stage(ChainId::DownPre, 0));
             }
             return;
         }
         let mut wakeups = std::mem::take(&mut self.wakeups);
-        self.down_pre.push(now, seg, ip_len, &mut wakeups);
+        self.down_pre.push(now, pkt, ip_len, &mut wakeups);
         self.schedule_stages(ChainId::DownPre, &mut wakeups);
         self.wakeups = wakeups;
         self.drain_chain(ChainId::DownPre);
+    }
+
+    /// A packet enters UE `ue`'s uplink (after entry loss): its radio queue, then its
+    /// post-radio chain.
+    fn send_up(&mut self, ue: u32, pkt: UpPacket, ip_len: u32) {
+        let now = self.now;
+        if let EnqueueResult::Dropped(d) = self.up_radio[ue as usize].link.enqueue(now, pkt, ip_len)
+        {
+            self.drop_up(&d);
+        }
+        self.service_up(ue);
+    }
+
+    /// A packet was lost inside the downlink path (a queue, an outage, a stage). Out of
+    /// line, as is [`Simulation::drop_up`]: drops are rare next to deliveries.
+    #[inline(never)]
+    fn drop_down(&mut self, pkt: &DownPacket) {
+        match *pkt {
+            Packet::Data(d) => self.record_data_drop(d.flow),
+            Packet::Ack(r) => {
+                self.down_acks.take(r);
+                self.count.acks_dropped += 1;
+            }
+        }
+    }
+
+    /// A packet was lost inside the uplink path.
+    #[inline(never)]
+    fn drop_up(&mut self, pkt: &UpPacket) {
+        match pkt {
+            Packet::Ack(_) => self.count.acks_dropped += 1,
+            Packet::Data(d) => {
+                self.up_data_in_network -= 1;
+                self.record_data_drop(d.flow);
+            }
+        }
+    }
+
+    /// A packet leaves the downlink at `t`: data reaches its receiver at the UE, an ACK
+    /// its sender at the UE.
+    #[inline]
+    fn exit_down(&mut self, t: Time, c: Carried<DownPacket>, ip_len: u32) {
+        match c.pkt {
+            Packet::Data(seg) => self.deliver_data(t, seg, c.queued_at, ip_len, Direction::Down),
+            Packet::Ack(ack) => self.deliver_down_ack(ack),
+        }
+    }
+
+    /// A packet leaves the uplink at `t`: an ACK reaches its sender at the server, data
+    /// its receiver at the server.
+    #[inline]
+    fn exit_up(&mut self, t: Time, c: Carried<UpPacket>, ip_len: u32) {
+        match c.pkt {
+            Packet::Ack(ack) => self.deliver_ack(ack),
+            Packet::Data(seg) => self.deliver_up_data(t, seg, c.queued_at, ip_len),
+        }
+    }
+
+    /// An uplink flow's ACK reaches it (kept out of the downlink's data path).
+    #[cold]
+    #[inline(never)]
+    fn deliver_down_ack(&mut self, r: AckRef) {
+        let ack = self.down_acks.take(r);
+        self.deliver_ack(ack);
+    }
+
+    /// An uplink flow's data reaches its receiver (kept out of the uplink's ACK path).
+    #[cold]
+    #[inline(never)]
+    fn deliver_up_data(&mut self, t: Time, seg: DataSegment, queued_at: Time, ip_len: u32) {
+        self.up_data_in_network -= 1;
+        self.deliver_data(t, seg, queued_at, ip_len, Direction::Up);
     }
 
     fn arm_receiver(&mut self, i: u32) {
@@ -775,30 +900,33 @@ impl<'s> Simulation<'s> {
         }
     }
 
-    fn enqueue_radio(&mut self, at: Time, seg: DataSegment, ip_len: u32) {
+    fn enqueue_radio(&mut self, at: Time, pkt: DownPacket, ip_len: u32) {
         if let Some(log) = self.log.as_mut() {
             log.arrival(at, ip_len + self.down_framing[0]);
         }
-        let ue = self.flows[seg.flow as usize].ue;
-        if let EnqueueResult::Dropped(d) = self.radio.link.enqueue(at, ue, seg, ip_len) {
+        let ue = self.flows[pkt.flow() as usize].ue;
+        if let EnqueueResult::Dropped(d) = self.radio.link.enqueue(at, ue, pkt, ip_len) {
             if let Some(log) = self.log.as_mut() {
                 log.drop(at, ip_len + self.down_framing[0]);
             }
-            self.record_data_drop(d.flow, DropReason::QueueFull);
+            self.drop_down(&d);
         }
         // Serve what is due now; this also records drops the enqueue caused.
         self.service_radio();
     }
 
-    fn record_data_drop(&mut self, flow: u32, reason: DropReason) {
+    fn record_data_drop(&mut self, flow: u32) {
         self.count.data_dropped += 1;
-        let _ = reason;
         self.metrics[flow as usize].drops_queue += 1;
-        if self.is_background(flow) {
-            self.bg.drops_queue += 1;
-        } else {
-            self.all.drops_queue += 1;
-        }
+        let f = &self.flows[flow as usize];
+        aggregate(
+            f.origin,
+            f.dir,
+            &mut self.all,
+            &mut self.all_up,
+            &mut self.bg,
+        )
+        .drops_queue += 1;
     }
 
     /// Run the downlink radio up to now and hand departures to the UEs' chains.
@@ -809,7 +937,7 @@ impl<'s> Simulation<'s> {
             if let Some(log) = self.log.as_mut() {
                 log.drop(d.at, d.ip_len + self.down_framing[0]);
             }
-            self.record_data_drop(d.item.flow, d.reason);
+            self.drop_down(&d.item);
         }
         while let Some(dep) = self.radio.link.pop_departure() {
             if let Some(log) = self.log.as_mut() {
@@ -819,14 +947,14 @@ impl<'s> Simulation<'s> {
                     dep.departed_at.saturating_since(dep.enqueued_at),
                 );
             }
-            let ue = self.flows[dep.item.flow as usize].ue;
+            let ue = self.flows[dep.item.flow() as usize].ue;
             let carried = Carried {
-                seg: dep.item,
+                pkt: dep.item,
                 queued_at: dep.enqueued_at,
             };
             let chain = &mut self.down_post[ue as usize];
             if chain.is_pass_through() {
-                self.deliver_data(dep.departed_at, carried, dep.ip_len);
+                self.exit_down(dep.departed_at, carried, dep.ip_len);
             } else {
                 let mut wakeups = std::mem::take(&mut self.wakeups);
                 chain.push(dep.departed_at, carried, dep.ip_len, &mut wakeups);
@@ -838,30 +966,38 @@ impl<'s> Simulation<'s> {
         self.arm_radio();
     }
 
-    /// A data packet reaches its receiver at `t`.
-    fn deliver_data(&mut self, t: Time, c: Carried, ip_len: u32) {
+    /// A data packet reaches its receiver at `t`, having crossed direction `dir`.
+    fn deliver_data(
+        &mut self,
+        t: Time,
+        seg: DataSegment,
+        queued_at: Time,
+        ip_len: u32,
+        dir: Direction,
+    ) {
         let bin = self.sc.metrics.bin;
-        let seg = c.seg;
         let i = seg.flow as usize;
         self.count.data_delivered += 1;
         let owd = t.saturating_since(seg.sent_at);
-        let qdelay = t.saturating_since(c.queued_at);
-        let charged = ip_len + self.down_framing[self.flows[i].ue as usize];
-        let bg = self.is_background(seg.flow);
+        let qdelay = t.saturating_since(queued_at);
+        let framing = match dir {
+            Direction::Down => self.down_framing[self.flows[i].ue as usize],
+            Direction::Up => self.up_framing,
+        };
+        let charged = ip_len + framing;
+        let origin = self.flows[i].origin;
         self.metrics[i].on_egress(t, ip_len, charged, owd, qdelay, bin);
-        let all = if bg { &mut self.bg } else { &mut self.all };
+        let all = aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg);
         all.on_egress_counters(t, ip_len, charged, owd, qdelay, bin);
         let Some(r) = self.flows[i].receiver.as_mut() else {
             // A UDP packet: its payload is what the application gets.
             self.metrics[i].on_app_delivered(t, u64::from(seg.len), bin);
-            let all = if bg { &mut self.bg } else { &mut self.all };
             all.on_app_delivered(t, u64::from(seg.len), bin);
             return;
         };
         let out = r.on_data(t, &seg);
         if out.delivered_bytes > 0 {
             self.metrics[i].on_app_delivered(t, out.delivered_bytes, bin);
-            let all = if bg { &mut self.bg } else { &mut self.all };
             all.on_app_delivered(t, out.delivered_bytes, bin);
             if let App::Bytes(n) = self.flows[i].app {
                 if self.metrics[i].app_bytes >= n && self.metrics[i].completed_at.is_none() {
@@ -873,46 +1009,63 @@ impl<'s> Simulation<'s> {
             }
         }
         if let Some(a) = out.ack {
-            let ue = self.flows[i].ue;
-            self.send_ack(ue, a);
+            self.send_ack(seg.flow, a);
         }
         self.arm_receiver(seg.flow);
     }
 
-    fn send_ack(&mut self, ue: u32, ack: AckSegment) {
+    /// Flow `i`'s receiver sends an ACK: it takes the direction opposite the data.
+    fn send_ack(&mut self, i: u32, ack: AckSegment) {
+        let f = &self.flows[i as usize];
+        if f.dir == Direction::Up {
+            return self.send_ack_down(ack);
+        }
+        let ue = f.ue;
         self.count.acks_sent += 1;
         if self.up_loss.drops(&mut self.up_rng) {
             self.count.acks_dropped += 1;
             return;
         }
-        let now = self.now;
         let ip_len = ack.ip_len();
-        if let EnqueueResult::Dropped(_) = self.up_radio[ue as usize].link.enqueue(now, ack, ip_len)
-        {
+        self.send_up(ue, Packet::Ack(ack), ip_len);
+    }
+
+    /// An uplink flow's receiver (at the server) sends an ACK down to the UE.
+    #[cold]
+    #[inline(never)]
+    fn send_ack_down(&mut self, ack: AckSegment) {
+        self.count.acks_sent += 1;
+        if self.down_loss.drops(&mut self.down_rng) {
             self.count.acks_dropped += 1;
+            return;
         }
-        self.service_up(ue);
+        let ip_len = ack.ip_len();
+        let r = self.down_acks.park(ack);
+        self.send_down(Packet::Ack(r), ip_len);
     }
 
     fn service_up(&mut self, u: u32) {
         let now = self.now;
-        let link = &mut self.up_radio[u as usize].link;
-        link.advance(now);
-        while link.pop_drop().is_some() {
-            self.count.acks_dropped += 1;
+        self.up_radio[u as usize].link.advance(now);
+        while let Some(d) = self.up_radio[u as usize].link.pop_drop() {
+            self.drop_up(&d.item);
         }
         let mut wakeups = std::mem::take(&mut self.wakeups);
         let mut any = false;
         while let Some(dep) = self.up_radio[u as usize].link.pop_departure() {
+            let carried = Carried {
+                pkt: dep.item,
+                queued_at: dep.enqueued_at,
+            };
             let chain = &mut self.up_post[u as usize];
             if chain.is_pass_through() {
-                self.deliver_ack(dep.item);
+                self.exit_up(dep.departed_at, carried, dep.ip_len);
             } else if chain.is_delay() {
-                if let Some(t) = chain.push_delayed(dep.departed_at, dep.item, dep.ip_len) {
+                if let Some(t) = chain.push_delayed(dep.departed_at, carried, dep.ip_len) {
                     self.push(t, Event::Stage(ChainId::UpPost(u as u16), 0));
                 }
             } else {
-                chain.push(dep.departed_at, dep.item, dep.ip_len, &mut wakeups);
+                chain.push(dep.departed_at, carried, dep.ip_len, &mut wakeups);
                 any = true;
             }
         }
@@ -932,11 +1085,13 @@ impl<'s> Simulation<'s> {
         if let Some(s) = f.sender.as_mut() {
             let mut obs = Observer {
                 flow: &mut self.metrics[i as usize],
-                all: if matches!(f.origin, Origin::Scenario(_)) {
-                    &mut self.all
-                } else {
-                    &mut self.bg
-                },
+                all: aggregate(
+                    f.origin,
+                    f.dir,
+                    &mut self.all,
+                    &mut self.all_up,
+                    &mut self.bg,
+                ),
                 last_rtt: None,
             };
             s.on_ack(now, &ack, &mut obs);

@@ -4,11 +4,11 @@
 use cellcc_link::{Cell, Departure, DroppedPacket, EnqueueResult, Link};
 use cellcc_units::Time;
 
-use crate::packet::DataSegment;
+use crate::packet::DownPacket;
 
 pub(crate) enum RadioLink {
-    Link(Box<Link<DataSegment>>),
-    Cell(Box<Cell<DataSegment>>),
+    Link(Box<Link<DownPacket>>),
+    Cell(Box<Cell<DownPacket>>),
 }
 
 impl RadioLink {
@@ -17,12 +17,12 @@ impl RadioLink {
         &mut self,
         at: Time,
         ue: u32,
-        seg: DataSegment,
+        pkt: DownPacket,
         ip_len: u32,
-    ) -> EnqueueResult<DataSegment> {
+    ) -> EnqueueResult<DownPacket> {
         match self {
-            RadioLink::Link(l) => l.enqueue(at, seg, ip_len),
-            RadioLink::Cell(c) => c.enqueue(at, ue as usize, seg, ip_len),
+            RadioLink::Link(l) => l.enqueue(at, pkt, ip_len),
+            RadioLink::Cell(c) => c.enqueue(at, ue as usize, pkt, ip_len),
         }
     }
 
@@ -35,7 +35,7 @@ impl RadioLink {
     }
 
     #[inline]
-    pub(crate) fn pop_drop(&mut self) -> Option<DroppedPacket<DataSegment>> {
+    pub(crate) fn pop_drop(&mut self) -> Option<DroppedPacket<DownPacket>> {
         match self {
             RadioLink::Link(l) => l.pop_drop(),
             RadioLink::Cell(c) => c.pop_drop().map(|(_, d)| d),
@@ -44,7 +44,7 @@ impl RadioLink {
 
     /// The next departure (its UE is its flow's UE).
     #[inline]
-    pub(crate) fn pop_departure(&mut self) -> Option<Departure<DataSegment>> {
+    pub(crate) fn pop_departure(&mut self) -> Option<Departure<DownPacket>> {
         match self {
             RadioLink::Link(l) => l.pop_departure(),
             RadioLink::Cell(c) => c.pop_departure().map(|(_, d)| d),
