@@ -18,7 +18,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,19 +102,61 @@ def trace_pair(traces_dir: Path, name: str) -> tuple[Path, Path]:
     return down, up
 
 
-def sim_scenario(scheme: RealScheme, down: Path, up: Path, setup: Setup) -> dict[str, Any]:
-    """The simulator's version of one pair."""
+def sim_scenario(
+    scheme: RealScheme, down: Path, up: Path, setup: Setup, *, start_s: float = 0.0
+) -> dict[str, Any]:
+    """The simulator's version of one pair; the flow starts at ``start_s`` (trace time)."""
     queue = {"kind": "droptail", "packets": setup.queue_packets}
     scheduling = {"scheduling": {"preset": setup.sched}} if setup.sched else {}
+    flow: dict[str, Any] = {"scheme": scheme.sim_scheme, "params": dict(scheme.sim_params)}
+    if start_s > 0:
+        flow["start_s"] = start_s
     return {
         **scheduling,
         "name": f"validate-{scheme.name}-{down.stem}",
-        "duration_s": setup.duration_s,
+        "duration_s": setup.duration_s + start_s,
         "seed": setup.seed,
         "downlink": {"trace": str(down), "delay_ms": setup.delay_ms, "queue": queue},
         "uplink": {"trace": str(up), "delay_ms": setup.delay_ms, "queue": queue},
-        "flows": [{"scheme": scheme.sim_scheme, "params": dict(scheme.sim_params)}],
+        "flows": [flow],
         "metrics": {"packet_log": True},
+    }
+
+
+SPREAD_OFFSETS_S = tuple(round(0.05 * i, 2) for i in range(10))
+"""Flow start times (s of trace time) of the simulated spread: how much a result depends
+on where in the trace the flow starts, which on the real side varies by some 100 ms."""
+
+
+def simulate_aligned(
+    scheme: RealScheme, down: Path, up: Path, setup: Setup, first_arrival_ms: int
+) -> tuple[api.Result, dict[str, float], pd.DataFrame]:
+    """The simulation whose first packet reaches the downlink link at the same trace time
+    as the emulated flow's (``first_arrival_ms``), so both see the same capacity."""
+    probe = api.simulate(sim_scenario(scheme, down, up, replace(setup, duration_s=1.0)))
+    assert probe.packet_log is not None  # sim_scenario turns the packet log on
+    lead_ms = int(mmlog.parse(probe.packet_log).arrivals_ms[0])
+    start_s = max(0, first_arrival_ms - lead_ms) / 1000.0
+    result = api.simulate(sim_scenario(scheme, down, up, setup, start_s=start_s))
+    assert result.packet_log is not None
+    sim, series = measure(mmlog.parse(result.packet_log, source="simulated"), setup.duration_s)
+    return result, sim, series
+
+
+def simulated_spread(scheme: RealScheme, down: Path, up: Path, setup: Setup) -> dict[str, float]:
+    """Range of throughput and mean queueing delay over the start times
+    :data:`SPREAD_OFFSETS_S`."""
+    rows = []
+    for offset in SPREAD_OFFSETS_S:
+        result = api.simulate(sim_scenario(scheme, down, up, setup, start_s=offset))
+        assert result.packet_log is not None
+        rows.append(measure(mmlog.parse(result.packet_log), setup.duration_s)[0])
+    frame = pd.DataFrame(rows)
+    return {
+        "sim_throughput_min_mbps": float(frame["throughput_mbps"].min()),
+        "sim_throughput_max_mbps": float(frame["throughput_mbps"].max()),
+        "sim_qdelay_mean_min_ms": float(frame["qdelay_mean_ms"].min()),
+        "sim_qdelay_mean_max_ms": float(frame["qdelay_mean_ms"].max()),
     }
 
 
@@ -164,22 +206,25 @@ def run_pair(
     pair_dir = out_dir / "runs" / f"{scheme.name}--{trace}"
     pair_dir.mkdir(parents=True, exist_ok=True)
 
-    result = api.simulate(sim_scenario(scheme, down, up, setup))
-    assert result.packet_log is not None  # the scenario turns the packet log on
-    sim_log = mmlog.parse(result.packet_log, source=f"simulated {scheme.name} on {trace}")
-    sim, sim_series = measure(sim_log, setup.duration_s)
-
     link = realpath.EmuLink(down, up, setup.delay_ms, setup.queue_packets, setup.sched)
     emu = realpath.run_emulated(
         link, cc=scheme.kernel_cc, duration_s=setup.duration_s, out_dir=pair_dir
     )
-    real, real_series = measure(mmlog.read(emu.downlink_log), setup.duration_s)
+    real_log = mmlog.read(emu.downlink_log)
+    real, real_series = measure(real_log, setup.duration_s)
+    first_ms = int(real_log.arrivals_ms[0])
+    result, sim, sim_series = simulate_aligned(scheme, down, up, setup, first_ms)
 
     series = pd.concat(
         [sim_series.assign(side="simulator"), real_series.assign(side="kernel")], ignore_index=True
     )
     write_csv_atomic(pair_dir / "timeseries.csv", series)
     row = compare_row(scheme.name, trace, sim, real)
+    row["start_ms"] = first_ms
+    row.update(simulated_spread(scheme, down, up, setup))
+    row["real_in_sim_spread"] = (
+        row["sim_throughput_min_mbps"] <= real["throughput_mbps"] <= row["sim_throughput_max_mbps"]
+    )
     row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
     row["real_goodput_mbps"] = float(emu.receiver.get("goodput_mbps", math.nan))
     row["emu_within_1ms"] = float(

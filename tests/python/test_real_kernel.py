@@ -57,12 +57,12 @@ def run_both(
     spec = validation.SCHEMES[scheme]
     trace = constant_trace(tmp, mbps)
     setup = validation.Setup(duration_s=DURATION_S, delay_ms=20.0, queue_packets=1000, sched=sched)
-    result = api.simulate(validation.sim_scenario(spec, trace, trace, setup))
-    assert result.packet_log is not None
-    sim, _ = validation.measure(mmlog.parse(result.packet_log), DURATION_S)
     link = realpath.EmuLink(trace, trace, setup.delay_ms, setup.queue_packets, sched)
     emu = realpath.run_emulated(link, cc=spec.kernel_cc, duration_s=DURATION_S, out_dir=tmp / "emu")
-    real, _ = validation.measure(mmlog.read(emu.downlink_log), DURATION_S)
+    real_log = mmlog.read(emu.downlink_log)
+    real, _ = validation.measure(real_log, DURATION_S)
+    first_ms = int(real_log.arrivals_ms[0])
+    result, sim, _ = validation.simulate_aligned(spec, trace, trace, setup, first_ms)
     assert spec.bpf is not None
     stats = [e["stats"] for e in realpath.kernel_stats(spec.bpf)]
     return result, sim, real, stats
