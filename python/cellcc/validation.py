@@ -172,7 +172,8 @@ def measure(log: mmlog.MmLog, duration_s: float) -> tuple[dict[str, float], pd.D
     """Window metrics and a time series aligned to the flow's first packet."""
     start, end = _window(log, duration_s)
     series = mmlog.timeseries(log, bin_ms=500, end_ms=end)
-    series = series[series["t_s"] * 1000 >= start].copy()
+    t_ms = series["t_s"] * 1000
+    series = series[(t_ms >= start) & (t_ms + 500 <= end)].copy()
     series["t_s"] -= start / 1000.0
     return mmlog.summary(log, start_ms=start, end_ms=end), series.reset_index(drop=True)
 
@@ -321,6 +322,16 @@ def write_validation_report(table: pd.DataFrame, out: Path, setup: Setup) -> Pat
             table=table,
         )
     ]
+    overview = []
+    for column, label in (("throughput_mbps", "Mbit/s"), ("qdelay_mean_ms", "queueing delay (ms)")):
+        figure = overview_figure(table, out, column=column, label=label)
+        png = plots.save(figure, out / "plots" / f"overview-{column}.png", dpi=80)
+        overview.append(
+            report.Plot(
+                png, f"{label} per 500 ms: simulator solid, kernel dashed", "cellcc validate"
+            )
+        )
+    sections.append(report.Section(title="Every pair over time", plots=overview))
     for r in table.to_dict(orient="records"):
         series_path = out / "runs" / f"{r['scheme']}--{r['trace']}" / "timeseries.csv"
         if not series_path.exists():
@@ -344,6 +355,38 @@ def write_validation_report(table: pd.DataFrame, out: Path, setup: Setup) -> Pat
     return report.write_report(
         out, title="cellcc validation", sections=sections, provenance_record=record
     )
+
+
+def overview_figure(table: pd.DataFrame, out: Path, *, column: str, label: str) -> Any:
+    """Every pair in one grid (schemes down, traces across): ``column`` over time,
+    simulator solid and kernel dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    schemes = list(dict.fromkeys(table["scheme"]))
+    traces = list(dict.fromkeys(table["trace"]))
+    figure = Figure(figsize=(4.2 * len(traces), 1.9 * len(schemes)))
+    axes = figure.subplots(len(schemes), len(traces), sharex=True, squeeze=False)
+    for i, scheme in enumerate(schemes):
+        for j, trace in enumerate(traces):
+            ax = axes[i][j]
+            path = out / "runs" / f"{scheme}--{trace}" / "timeseries.csv"
+            if path.exists():
+                series = pd.read_csv(path)
+                for side, style in (("simulator", "-"), ("kernel", "--")):
+                    rows = series[series["side"] == side]
+                    ax.plot(rows["t_s"], rows[column], style, linewidth=1, label=side)
+            ax.set_title(f"{scheme} on {trace}", fontsize="small")
+            if j == 0:
+                ax.set_ylabel(label, fontsize="small")
+            ax.tick_params(labelsize="x-small")
+    axes[0][0].legend(fontsize="x-small")
+    for ax in axes[-1]:
+        ax.set_xlabel("time since the first packet (s)", fontsize="small")
+    figure.tight_layout()
+    return figure
 
 
 def _pair_figure(series: pd.DataFrame, *, title: str) -> Any:
