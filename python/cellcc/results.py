@@ -47,6 +47,11 @@ def _atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    # mkstemp creates 0600; give the result the mode a plain open() would (0666 & ~umask)
+    # so reports stay readable by whoever serves them.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     os.close(fd)
     tmp = Path(tmp_name)
     try:

@@ -18,6 +18,18 @@ def test_atomic_text_write_replaces_and_leaves_no_temporaries(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["a.txt"]
 
 
+def test_atomic_writes_get_the_mode_a_plain_open_would(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = results.write_bytes_atomic(tmp_path / "plot.png", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
 def test_failed_write_keeps_the_old_file(tmp_path):
     path = tmp_path / "a.csv"
     results.write_text_atomic(path, "old")
