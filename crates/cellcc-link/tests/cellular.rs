@@ -250,6 +250,63 @@ fn ack_gap_histogram_peaks_at_the_sr_period() {
     }
 }
 
+/// The distinct gaps between the batches the gate releases for `arrivals` (ms), with
+/// how often each occurs, in increasing order of gap.
+fn batch_gaps_ms(cfg: &UplinkGrantConfig, arrivals: &[Time]) -> Vec<(u64, usize)> {
+    let times = release_times(&run(&mut gate(cfg), arrivals));
+    let mut gaps = std::collections::BTreeMap::new();
+    for w in times.windows(2).filter(|w| w[1] > w[0]) {
+        *gaps.entry((w[1] - w[0]).as_us()).or_insert(0) += 1;
+    }
+    gaps.into_iter()
+        .map(|(gap_us, n)| {
+            assert_eq!(gap_us % 1000, 0, "whole-ms arrivals and timing");
+            (gap_us / 1000, n)
+        })
+        .collect()
+}
+
+#[test]
+fn an_ack_every_2_ms_locks_sr5_onto_every_other_occasion() {
+    // `lte-fdd-sr5` timing (SR every 5 ms, G = 4, K = 4) and ACKs leaving a Mahimahi
+    // uplink at whole milliseconds. A grant arrives at g = s + 4; the next SR occasion is
+    // g + 1. Only an ACK arriving in (g, g + 1] is sent at that occasion; one arriving
+    // later waits for g + 6. So the SR period shows only when an ACK arrives at least
+    // every SR period − G = 1 ms.
+    let cfg = UplinkGrantConfig::default();
+    let every = |step_ms: u64, first_ms: u64| -> Vec<Time> {
+        (0..1000u64)
+            .map(|i| Time::from_ms(first_ms + step_ms * i))
+            .collect()
+    };
+
+    // One ACK per ms (a receiver ACKing every 1500 B packet of a 12 Mbit/s link): one
+    // batch per SR occasion.
+    assert_eq!(batch_gaps_ms(&cfg, &every(1, 1)), [(5, 199)]);
+
+    // One ACK every 2 ms (every second packet, delayed ACKs): whatever the phase, the
+    // ACK after a grant at g comes at g + 2 at the latest and at g + 1 only every other
+    // grant; after one 5 ms gap the stream locks onto every other occasion.
+    // 1: SR 5, grant 9 (3, 5, 7, 9 ride). 11: SR 15, grant 19. 21: SR 25 ... → 10 ms.
+    assert_eq!(batch_gaps_ms(&cfg, &every(2, 1)), [(10, 199)]);
+    // 0: SR 0, grant 4. 6: SR 10, grant 14. 16: SR 20 ... → 10 ms.
+    assert_eq!(batch_gaps_ms(&cfg, &every(2, 0)), [(10, 200)]);
+    // 9: SR 10, grant 14 (11, 13 ride). 15 is an occasion itself: grant 19 (5 ms).
+    // 21: SR 25, grant 29. 31: SR 35 ... → 10 ms from then on.
+    let mut phase = vec![us(9000), us(11000), us(13000)];
+    phase.extend(every(2, 15));
+    assert_eq!(batch_gaps_ms(&cfg, &phase), [(5, 1), (10, 200)]);
+
+    // An ACK for a single segment now and then (Linux sends some: quick ACKs, ACKs from
+    // the application's reads) moves the 2 ms clock by 1 ms, and the ACK after the next
+    // grant may fall in (g, g + 1]: one 5 ms gap, then 10 ms again.
+    // 0: grant 4. 6: SR 10, grant 14. 16: SR 20, grant 24 (18, then 19 one ms later,
+    // 21, 23 ride). 25 is an occasion: grant 29 (5 ms). 31: SR 35, grant 39 ... 10 ms.
+    let mut shifted: Vec<Time> = (0..=18).step_by(2).map(Time::from_ms).collect();
+    shifted.extend(every(2, 19));
+    assert_eq!(batch_gaps_ms(&cfg, &shifted), [(5, 1), (10, 201)]);
+}
+
 #[test]
 fn every_preset_gives_its_scheduling_unit() {
     // A steady data stream (one packet every 0.2 ms for 20 s) through the preset's

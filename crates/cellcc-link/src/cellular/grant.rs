@@ -42,7 +42,14 @@
 //!
 //! For a steady ACK stream this releases a batch at every SR occasion (plus G + K), so
 //! the gaps between releases are 0 inside a batch and the SR period between batches:
-//! the ACK-gap histogram and the RTT lines of César Fig. 3 and Fig. 6.
+//! the ACK-gap histogram and the RTT lines of César Fig. 3 and Fig. 6. "Steady" means an
+//! ACK in every window `(g, s']` between a grant `g = s + G` and the next occasion `s'`:
+//! an ACK after `s'` waits for the occasion after, so the batch after `g` is two periods
+//! later. When `G` is close to the SR period the window is short (1 ms on `lte-fdd-sr5`),
+//! and a stream with a longer, regular spacing locks onto every other occasion: one ACK
+//! every 2 ms (every second 1500 B packet of a 12 Mbit/s link) gives batches every 10 ms
+//! on `lte-fdd-sr5`, one every 1 ms gives 5 ms. The gaps then depend on the receiver's
+//! ACK policy, not only on the SR period.
 //!
 //! Differences from the paper and the standard:
 //! 1. The paper describes the mechanism only; timing values come from the presets

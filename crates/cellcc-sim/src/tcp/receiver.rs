@@ -27,6 +27,12 @@
 //! 4. `ato` is kept in ns rather than jiffies.
 //! 5. A duplicate above the cumulative ACK gets its enclosing block as the second SACK
 //!    block (RFC 2883 §4); Linux leaves the SACK list as it is.
+//! 6. No PSH and no application reads: Linux ACKs a single full-sized segment carrying
+//!    PSH as soon as the application's read drains the receive queue
+//!    (`tcp_measure_rcv_mss` sets `ICSK_ACK_PUSHED`, `__tcp_cleanup_rbuf` sends), where
+//!    this receiver waits for a second segment. Under uplink grants these extra ACKs
+//!    change which SR occasions carry a batch (`docs/cellular-models.md`, "When the SR
+//!    period does not show").
 //!
 //! Not Linux: a scheme may run a receiver-side agent here ([`TcpReceiver::with_agent`],
 //! `cellcc_congestion::feedback`). It sees every data arrival before the ACK decision
