@@ -142,26 +142,8 @@ const volatile struct c2tcp_params c2tcp_builtin_params = {
 	.target_us = C2TCP_TARGET_DEFAULT_US,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct c2tcp_params);
-} c2tcp_defaults SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CELLCC_PARAMS_MAX_ENTRIES);
-	__type(key, struct cellcc_flow_key);
-	__type(value, struct c2tcp_params);
-} c2tcp_params SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, CELLCC_STATS_MAX_ENTRIES);
-	__type(key, struct cellcc_flow_key);
-	__type(value, struct c2tcp_stats);
-} c2tcp_stats SEC(".maps");
+/* c2tcp_defaults, c2tcp_params, c2tcp_stats (bpf/cellcc.h). */
+CELLCC_MAPS(c2tcp);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -190,22 +172,15 @@ static __always_inline struct c2tcp_state *c2tcp_state_of(struct sock *sk)
 
 /* Effective parameters: the flow's override, else the defaults map, else the built-in
  * ones (bpf/cellcc.h). */
+CELLCC_PARAMS_FOR(c2tcp)
+
 static __always_inline void c2tcp_params_of(const struct cellcc_flow_key *key,
 					    struct c2tcp_params *out)
 {
-	const struct c2tcp_params *p;
-	__u32 zero = 0;
+	const struct c2tcp_params *p = c2tcp_params_for(key);
 
-	p = bpf_map_lookup_elem(&c2tcp_params, key);
-	if (!p || !p->valid)
-		p = bpf_map_lookup_elem(&c2tcp_defaults, &zero);
-	if (p && p->valid) {
-		out->alpha_x100 = p->alpha_x100;
-		out->target_us = p->target_us;
-	} else {
-		out->alpha_x100 = c2tcp_builtin_params.alpha_x100;
-		out->target_us = c2tcp_builtin_params.target_us;
-	}
+	out->alpha_x100 = p->alpha_x100;
+	out->target_us = p->target_us;
 	out->valid = 1;
 	if (out->alpha_x100 < C2TCP_ALPHA_MIN)
 		out->alpha_x100 = C2TCP_ALPHA_MIN;

@@ -50,4 +50,45 @@ static __always_inline struct cellcc_flow_key cellcc_flow_key_of(const struct so
 	return key;
 }
 
+/* The three maps of the convention above for algorithm `algo`, whose file defines
+ * struct algo##_params and struct algo##_stats first. */
+#define CELLCC_MAPS(algo)							\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_ARRAY);			\
+		__uint(max_entries, 1);					\
+		__type(key, __u32);					\
+		__type(value, struct algo##_params);			\
+	} algo##_defaults SEC(".maps");					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_HASH);			\
+		__uint(max_entries, CELLCC_PARAMS_MAX_ENTRIES);		\
+		__type(key, struct cellcc_flow_key);			\
+		__type(value, struct algo##_params);			\
+	} algo##_params SEC(".maps");					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);			\
+		__uint(max_entries, CELLCC_STATS_MAX_ENTRIES);		\
+		__type(key, struct cellcc_flow_key);			\
+		__type(value, struct algo##_stats);			\
+	} algo##_stats SEC(".maps")
+
+/* The effective parameters of a flow: its override if present and valid, else
+ * algo##_defaults[0] if valid, else algo##_builtin_params. Defines
+ * `const struct algo##_params *algo##_params_for(const struct cellcc_flow_key *key)`. */
+#define CELLCC_PARAMS_FOR(algo)							\
+	static __always_inline const struct algo##_params *			\
+	algo##_params_for(const struct cellcc_flow_key *key)			\
+	{									\
+		const struct algo##_params *p;					\
+		__u32 zero = 0;							\
+										\
+		p = bpf_map_lookup_elem(&algo##_params, key);			\
+		if (p && p->valid)						\
+			return p;						\
+		p = bpf_map_lookup_elem(&algo##_defaults, &zero);		\
+		if (p && p->valid)						\
+			return p;						\
+		return (const struct algo##_params *)&algo##_builtin_params;	\
+	}
+
 #endif /* CELLCC_BPF_H */

@@ -126,26 +126,8 @@ const volatile struct cesar_params cesar_builtin_params = {
 	.cwnd_min_target = 4,    /* module cesar_cwnd_min_target */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cesar_params);
-} cesar_defaults SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CELLCC_PARAMS_MAX_ENTRIES);
-	__type(key, struct cellcc_flow_key);
-	__type(value, struct cesar_params);
-} cesar_params SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, CELLCC_STATS_MAX_ENTRIES);
-	__type(key, struct cellcc_flow_key);
-	__type(value, struct cesar_stats);
-} cesar_stats SEC(".maps");
+/* cesar_defaults, cesar_params, cesar_stats (bpf/cellcc.h). */
+CELLCC_MAPS(cesar);
 
 /* ---- The kernel's BBR, as kfuncs ---- */
 
@@ -331,19 +313,7 @@ static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 c)
 
 /* ---- Parameters ---- */
 
-static __always_inline const struct cesar_params *cesar_params_for(const struct cellcc_flow_key *key)
-{
-	const struct cesar_params *p;
-	__u32 zero = 0;
-
-	p = bpf_map_lookup_elem(&cesar_params, key);
-	if (p && p->valid)
-		return p;
-	p = bpf_map_lookup_elem(&cesar_defaults, &zero);
-	if (p && p->valid)
-		return p;
-	return (const struct cesar_params *)&cesar_builtin_params;
-}
+CELLCC_PARAMS_FOR(cesar)
 
 /* The parameters in use, as Q16 gains and clamped ranges. */
 struct cesar_cfg {

@@ -142,26 +142,8 @@ const volatile struct proprate_params proprate_builtin_params = {
 	.k_d_min_x1000 = 100,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct proprate_params);
-} proprate_defaults SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CELLCC_PARAMS_MAX_ENTRIES);
-	__type(key, struct cellcc_flow_key);
-	__type(value, struct proprate_params);
-} proprate_params SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, CELLCC_STATS_MAX_ENTRIES);
-	__type(key, struct cellcc_flow_key);
-	__type(value, struct proprate_stats);
-} proprate_stats SEC(".maps");
+/* proprate_defaults, proprate_params, proprate_stats (bpf/cellcc.h). */
+CELLCC_MAPS(proprate);
 
 /* ---- Constants ---- */
 
@@ -372,19 +354,7 @@ __noinline __u64 proprate_nfl_step_us(__u64 diff_us)
 
 /* ---- Parameters ---- */
 
-static __always_inline const struct proprate_params *proprate_params_for(const struct cellcc_flow_key *key)
-{
-	const struct proprate_params *p;
-	__u32 zero = 0;
-
-	p = bpf_map_lookup_elem(&proprate_params, key);
-	if (p && p->valid)
-		return p;
-	p = bpf_map_lookup_elem(&proprate_defaults, &zero);
-	if (p && p->valid)
-		return p;
-	return (const struct proprate_params *)&proprate_builtin_params;
-}
+CELLCC_PARAMS_FOR(proprate)
 
 /* The parameters in use, clamped into the ranges the arithmetic assumes. */
 struct pr_cfg {

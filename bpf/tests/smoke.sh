@@ -140,7 +140,14 @@ sleep 0.5
 cat >"$work/check.py" <<'EOF'
 import json, subprocess, sys
 algo = sys.argv[1]
-out = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "name", f"{algo}_stats"],
+# Maps of an earlier registration can outlive it while its sockets close, so dump the
+# newest map of that name by id rather than every map with the name.
+maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"],
+                                 capture_output=True, text=True, check=True).stdout or "[]")
+ids = [m["id"] for m in maps if m.get("name") == f"{algo}_stats"]
+if not ids:
+    sys.exit(f"FAIL: no map named {algo}_stats")
+out = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", str(max(ids))],
                                 capture_output=True, text=True, check=True).stdout or "[]")
 rows = [e["formatted"]["value"] for e in out if "formatted" in e]
 if not rows:

@@ -37,6 +37,8 @@ BINARIES = ("cellcc-kernel", "cellcc-emu", "cellcc-flow")
 _REPO = Path(__file__).resolve().parents[2]
 FLOW_PORT = 5201
 """TCP port of ``cellcc-flow recv`` inside the client namespace."""
+CLIENT_TUN = "emu-client"
+"""The emulator's device in the client namespace (docs/emulator.md)."""
 
 
 class RealPathError(CellccError):
@@ -168,6 +170,9 @@ class EmuLink:
     queue_packets: int = 1000
     sched: str | None = None
     """Cellular scheduling preset on both directions (the simulator's ``[scheduling]``)."""
+    ack_every_segment: bool = False
+    """The receiver ACKs every segment (Linux's per-route ``quickack 1``; the simulator's
+    ``tcp.quickack``), instead of Linux's mix of delayed and immediate ACKs."""
 
     def args(self) -> list[str]:
         queue = ["droptail", f"packets={self.queue_packets}"]
@@ -179,6 +184,17 @@ class EmuLink:
             "--downlink-queue", queue[0], "--downlink-queue-args", queue[1],
             "--uplink-queue", queue[0], "--uplink-queue-args", queue[1],
         ]  # fmt: skip
+
+
+def _receiver(link: EmuLink, flow: Path, summary: Path) -> list[str]:
+    recv = [str(flow), "recv", "--port", str(FLOW_PORT), "--summary", str(summary)]
+    if not link.ack_every_segment:
+        return recv
+    route = (
+        f'ip route replace "$CELLCC_EMU_SERVER_ADDR" dev {CLIENT_TUN} proto kernel scope link '
+        f'src "$CELLCC_EMU_CLIENT_ADDR" quickack 1'
+    )
+    return ["sh", "-c", f"{route} && exec {shlex.join(recv)}"]
 
 
 @dataclass(frozen=True)
@@ -226,8 +242,7 @@ def run_emulated(
         "--uplink-log", str(files["uplink.log"]),
         "--stats", str(files["emu.json"]),
         "--server-cmd", sender,
-        "--", str(flow), "recv", "--port", str(FLOW_PORT),
-        "--summary", str(files["recv.json"]),
+        "--", *_receiver(link, flow, files["recv.json"]),
     ]  # fmt: skip
     _run_checked(argv, what=f"cellcc-emu ({cc})", timeout=duration_s + 60)
 

@@ -89,6 +89,8 @@ class Setup:
     seed: int = 1
     sched: str | None = None
     """Cellular scheduling preset (``[scheduling]`` / ``--uplink-sched``), if any."""
+    ack_every_segment: bool = False
+    """Both receivers ACK every segment (see :class:`realpath.EmuLink`)."""
 
 
 def trace_pair(traces_dir: Path, name: str) -> tuple[Path, Path]:
@@ -120,8 +122,12 @@ def sim_scenario(
         "uplink": {"trace": str(up), "delay_ms": setup.delay_ms, "queue": queue},
         "flows": [flow],
         "metrics": {"packet_log": True},
+        **({"tcp": {"quickack": QUICKACK_ALWAYS}} if setup.ack_every_segment else {}),
     }
 
+
+QUICKACK_ALWAYS = 100_000_000
+"""``tcp.quickack`` large enough that the simulated receiver never delays an ACK."""
 
 SPREAD_OFFSETS_S = tuple(round(0.05 * i, 2) for i in range(10))
 """Flow start times (s of trace time) of the simulated spread: how much a result depends
@@ -158,6 +164,13 @@ def simulated_spread(scheme: RealScheme, down: Path, up: Path, setup: Setup) -> 
         "sim_qdelay_mean_min_ms": float(frame["qdelay_mean_ms"].min()),
         "sim_qdelay_mean_max_ms": float(frame["qdelay_mean_ms"].max()),
     }
+
+
+def emu_link(down: Path, up: Path, setup: Setup) -> realpath.EmuLink:
+    """The emulator's version of the path."""
+    return realpath.EmuLink(
+        down, up, setup.delay_ms, setup.queue_packets, setup.sched, setup.ack_every_segment
+    )
 
 
 def _window(log: mmlog.MmLog, duration_s: float) -> tuple[int, int]:
@@ -207,7 +220,7 @@ def run_pair(
     pair_dir = out_dir / "runs" / f"{scheme.name}--{trace}"
     pair_dir.mkdir(parents=True, exist_ok=True)
 
-    link = realpath.EmuLink(down, up, setup.delay_ms, setup.queue_packets, setup.sched)
+    link = emu_link(down, up, setup)
     emu = realpath.run_emulated(
         link, cc=scheme.kernel_cc, duration_s=setup.duration_s, out_dir=pair_dir
     )
