@@ -535,7 +535,10 @@ impl CongestionControl for PropRate {
             ("k_f", self.gains.k_f),
             ("k_d", self.gains.k_d),
             ("u", self.gains.u),
-            ("buffer_full", f64::from(u8::from(self.gains.regime == Regime::BufferFull))),
+            (
+                "buffer_full",
+                f64::from(u8::from(self.gains.regime == Regime::BufferFull)),
+            ),
             ("threshold_ms", ms(self.threshold)),
             ("d_max_ms", ms(self.gains.d_max)),
             ("rho_mbps", rho),

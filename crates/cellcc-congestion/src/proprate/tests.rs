@@ -268,7 +268,10 @@ fn fill_and_drain_pace_at_k_f_and_k_d_times_rho_and_switch_at_t() {
     // What `info` reports is the waveform in use: Eq. 7's 4/3 and 2/3, T, ρ and D_max.
     let info: std::collections::HashMap<_, _> = c.cc.info().into_iter().collect();
     assert!(close(info["k_f"], 4.0 / 3.0, 1e-9) && close(info["k_d"], 2.0 / 3.0, 1e-9));
-    assert_eq!((info["buffer_full"], info["u"], info["threshold_ms"]), (1.0, 1.0, 80.0));
+    assert_eq!(
+        (info["buffer_full"], info["u"], info["threshold_ms"]),
+        (1.0, 1.0, 80.0)
+    );
     assert!(close(info["rho_mbps"], RHO as f64 * 8.0 / 1e6, 1e-9));
     assert_eq!((info["d_max_ms"], info["transitions"]), (120.0, 3.0));
 }
