@@ -50,6 +50,18 @@ static __always_inline struct cellcc_flow_key cellcc_flow_key_of(const struct so
 	return key;
 }
 
+/* Integer helpers the algorithms share. */
+static __always_inline __u64 min_u64(__u64 a, __u64 b) { return a < b ? a : b; }
+static __always_inline __u64 max_u64(__u64 a, __u64 b) { return a > b ? a : b; }
+
+/* a * b, saturating at 2^63 (well above any rate, time or count the algorithms use). */
+static __always_inline __u64 mul_sat(__u64 a, __u64 b)
+{
+	if (a && b > (1ULL << 63) / a)
+		return 1ULL << 63;
+	return a * b;
+}
+
 /* The three maps of the convention above for algorithm `algo`, whose file defines
  * struct algo##_params and struct algo##_stats first. */
 #define CELLCC_MAPS(algo)							\

@@ -292,16 +292,7 @@ struct {
 
 /* ---- Small integer helpers ---- */
 
-static __always_inline __u64 min_u64(__u64 a, __u64 b) { return a < b ? a : b; }
-static __always_inline __u64 max_u64(__u64 a, __u64 b) { return a > b ? a : b; }
-
-/* a * b, saturating at 2^63. */
-static __always_inline __u64 mul_sat(__u64 a, __u64 b)
-{
-	if (a && b > (1ULL << 63) / a)
-		return 1ULL << 63;
-	return a * b;
-}
+/* min_u64, max_u64 and mul_sat are in bpf/cellcc.h. */
 
 /* a * b / c, saturating; a if c is zero. */
 static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 c)

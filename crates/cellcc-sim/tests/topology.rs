@@ -3,24 +3,8 @@
 
 use cellcc_sim::{run, Scenario, SimOutput};
 
-fn simulate(name: &str, text: &str) -> SimOutput {
-    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}"));
-    run(&sc)
-}
-
-fn conserved(out: &SimOutput) {
-    let c = out.conservation;
-    assert_eq!(
-        c.data_sent,
-        c.data_delivered + c.data_dropped + c.data_in_network,
-        "{c:?}"
-    );
-    assert_eq!(
-        c.acks_sent,
-        c.acks_delivered + c.acks_dropped + c.acks_in_network,
-        "{c:?}"
-    );
-}
+mod common;
+use common::{conserved, simulate};
 
 #[test]
 fn a_wired_bottleneck_before_the_base_station_limits_and_drops() {

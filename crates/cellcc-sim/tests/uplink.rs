@@ -7,21 +7,7 @@ mod common;
 
 use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::SimOutput;
-use common::simulate;
-
-fn conserved(out: &SimOutput) {
-    let c = out.conservation;
-    assert_eq!(
-        c.data_sent,
-        c.data_delivered + c.data_dropped + c.data_in_network,
-        "{c:?}"
-    );
-    assert_eq!(
-        c.acks_sent,
-        c.acks_delivered + c.acks_dropped + c.acks_in_network,
-        "{c:?}"
-    );
-}
+use common::{conserved, simulate};
 
 fn row(out: &SimOutput, flow: i64) -> &SummaryRow {
     out.summary

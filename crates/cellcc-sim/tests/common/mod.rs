@@ -9,6 +9,22 @@ use std::path::PathBuf;
 
 use cellcc_sim::{run, Scenario, SimOutput};
 
+/// Every data packet and every ACK sent was delivered, dropped or is still in the
+/// network, exactly once.
+pub fn conserved(out: &SimOutput) {
+    let c = out.conservation;
+    assert_eq!(
+        c.data_sent,
+        c.data_delivered + c.data_dropped + c.data_in_network,
+        "{c:?}"
+    );
+    assert_eq!(
+        c.acks_sent,
+        c.acks_delivered + c.acks_dropped + c.acks_in_network,
+        "{c:?}"
+    );
+}
+
 /// Parse `text` (named `name` in errors) and run it; panics with the loader's message.
 pub fn simulate(name: &str, text: &str) -> SimOutput {
     let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
