@@ -14,6 +14,7 @@ the next starts, so an interrupted validation resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -274,8 +275,7 @@ def validate(
         trace_pair(tdir, trace)
     rows: list[dict[str, Any]] = []
     settings = {s.bpf: dict(s.kernel_params) for s in chosen if s.bpf}
-    loaded = realpath.kernel_loaded(settings) if needs_bpf else None
-    with loaded if loaded is not None else _nothing():
+    with realpath.kernel_loaded(settings) if needs_bpf else contextlib.nullcontext():
         for scheme in chosen:
             for trace in traces:
                 done = out / "runs" / f"{scheme.name}--{trace}.json"
@@ -290,14 +290,6 @@ def validate(
     write_json_atomic(out / "validation.json", json_ready(table.to_dict(orient="records")))
     write_validation_report(table, out, setup)
     return table
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def markdown_table(table: pd.DataFrame) -> str:

@@ -209,6 +209,21 @@ impl UpPacket {
 mod tests {
     use super::*;
 
+    /// A pure ACK of `flow` acknowledging `n`, without SACK blocks or feedback.
+    fn ack(flow: FlowId, n: u64) -> AckSegment {
+        AckSegment {
+            flow,
+            ack: n,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_len: 0,
+            dsack: false,
+            tsval: 0,
+            tsecr: 0,
+            sent_at: Time::ZERO,
+            feedback: None,
+        }
+    }
+
     #[test]
     fn wire_sizes_match_linux_with_timestamps() {
         let d = DataSegment {
@@ -221,17 +236,7 @@ mod tests {
             retransmit: false,
         };
         assert_eq!(d.ip_len(), 1500);
-        let mut a = AckSegment {
-            flow: 0,
-            ack: 1,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
-            sack_len: 0,
-            dsack: false,
-            tsval: 0,
-            tsecr: 0,
-            sent_at: Time::ZERO,
-            feedback: None,
-        };
+        let mut a = ack(0, 1);
         // A pure ACK is 52 bytes; Mahimahi charges 56 with the TUN header.
         assert_eq!(a.ip_len(), 52);
         a.sack_len = 3;
@@ -260,17 +265,6 @@ mod tests {
 
     #[test]
     fn parked_acks_come_back_once_and_slots_are_reused() {
-        let ack = |flow, n| AckSegment {
-            flow,
-            ack: n,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
-            sack_len: 0,
-            dsack: false,
-            tsval: 0,
-            tsecr: 0,
-            sent_at: Time::ZERO,
-            feedback: None,
-        };
         let mut store = AckStore::default();
         let a = store.park(ack(3, 10));
         let b = store.park(ack(4, 11));
