@@ -32,6 +32,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 use crate::cli::{queue_description, DirectionConfig, EmuConfig, UsageError, EXIT_USAGE};
+use crate::logwriter::OffThreadWriter;
 use crate::mmlog::{LogHeader, MmLog, OpportunityCursor};
 use crate::netns::{self, Endpoint};
 use crate::path::{Direction, Way};
@@ -262,7 +263,9 @@ impl Side {
         let log = match log_out {
             Some(out) => {
                 let cursor = OpportunityCursor::new(dir.trace.clone(), config.mode);
-                let boxed: Box<dyn Write + Send> = Box::new(out);
+                // Off the event loop: a file write may sleep under writeback.
+                let writer = OffThreadWriter::spawn(out, &format!("{}-log", way.name()))?;
+                let boxed: Box<dyn Write + Send> = Box::new(writer);
                 Some(MmLog::new(boxed, &header, Some(cursor))?)
             }
             None => None,
@@ -342,6 +345,8 @@ enum Stop {
 struct Outcome {
     stop: Stop,
     wakeups: u64,
+    /// How late the kernel woke the loop after its timed sleeps.
+    wakeup_lateness: Lateness,
 }
 
 fn event_loop(
@@ -361,6 +366,7 @@ fn event_loop(
         fds.push(pollfd(fd));
     }
     let mut wakeups = 0u64;
+    let mut wakeup_lateness = Lateness::default();
     loop {
         let wake = match (
             downlink.direction.next_wakeup(),
@@ -373,13 +379,22 @@ fn event_loop(
         for fd in fds.iter_mut() {
             fd.revents = 0;
         }
-        sys::ppoll(&mut fds, timeout)?;
+        let ready = sys::ppoll(&mut fds, timeout)?;
         wakeups += 1;
+        if let (Some(wake), Some(timeout)) = (wake, timeout) {
+            // A sleep that ended at its timeout, or after it: how late the kernel woke
+            // the loop. Sleeps cut short by a packet before the deadline say nothing.
+            let woke = clock.now();
+            if !timeout.is_zero() && (ready == 0 || woke >= wake) {
+                wakeup_lateness.record(woke.saturating_since(wake).as_ns());
+            }
+        }
         if fds[2].revents != 0 {
             if let Some(signo) = sys::read_signal(sigfd)? {
                 return Ok(Outcome {
                     stop: Stop::Signal(signo),
                     wakeups,
+                    wakeup_lateness,
                 });
             }
         }
@@ -393,6 +408,7 @@ fn event_loop(
             return Ok(Outcome {
                 stop: Stop::ClientExited,
                 wakeups,
+                wakeup_lateness,
             });
         }
         if fds[0].revents & libc::POLLIN != 0 {
@@ -462,6 +478,7 @@ fn summarise(
         uplink: direction(uplink, &config.uplink),
         downlink: direction(downlink, &config.downlink),
         lateness: both.summary(),
+        wakeup_lateness: outcome.wakeup_lateness.summary(),
     }
 }
 

@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod emulator;
 pub mod flow;
+pub mod logwriter;
 pub mod mmlog;
 pub mod netns;
 pub mod path;

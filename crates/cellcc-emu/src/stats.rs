@@ -23,6 +23,8 @@ pub struct Lateness {
     on_time: u64,
     count: u64,
     sum_ns: u128,
+    /// Σ (lateness − 1 ms) over the late ones.
+    excess_ns: u128,
     max_ns: u64,
 }
 
@@ -34,6 +36,7 @@ impl Default for Lateness {
             on_time: 0,
             count: 0,
             sum_ns: 0,
+            excess_ns: 0,
             max_ns: 0,
         }
     }
@@ -47,6 +50,8 @@ impl Lateness {
         self.max_ns = self.max_ns.max(lateness_ns);
         if lateness_ns <= ON_TIME_NS {
             self.on_time += 1;
+        } else {
+            self.excess_ns += u128::from(lateness_ns - ON_TIME_NS);
         }
         self.hist
             .saturating_record(lateness_ns.clamp(1, MAX_LATENESS_NS));
@@ -55,6 +60,7 @@ impl Lateness {
     pub fn merge(&mut self, other: &Lateness) {
         self.count += other.count;
         self.sum_ns += other.sum_ns;
+        self.excess_ns += other.excess_ns;
         self.max_ns = self.max_ns.max(other.max_ns);
         self.on_time += other.on_time;
         // Both histograms have the same bounds, so adding cannot fail.
@@ -71,7 +77,7 @@ impl Lateness {
             }
         };
         LatenessSummary {
-            packets: self.count,
+            count: self.count,
             mean_us: if self.count == 0 {
                 0.0
             } else {
@@ -86,6 +92,7 @@ impl Lateness {
             } else {
                 self.on_time as f64 / self.count as f64
             },
+            excess_over_1ms_ms: self.excess_ns as f64 / 1e6,
         }
     }
 }
@@ -93,14 +100,18 @@ impl Lateness {
 /// Lateness figures, in µs.
 #[derive(Debug, Clone, Serialize)]
 pub struct LatenessSummary {
-    pub packets: u64,
+    /// Packets written (or, for wake-ups, timed sleeps measured).
+    pub count: u64,
     pub mean_us: f64,
     pub p50_us: f64,
     pub p99_us: f64,
     pub p999_us: f64,
     pub max_us: f64,
-    /// Fraction of packets written within 1 ms of their scheduled time.
+    /// Fraction written (or woken) within 1 ms of the scheduled time.
     pub fraction_within_1ms: f64,
+    /// Σ (lateness − 1 ms) over the late ones, in ms. For wake-ups: how long the loop
+    /// was held off beyond 1 ms in all; packets due in that time leave more than 1 ms late.
+    pub excess_over_1ms_ms: f64,
 }
 
 /// One direction in the summary.
@@ -143,6 +154,11 @@ pub struct Summary {
     pub downlink: DirectionSummary,
     /// Both directions together.
     pub lateness: LatenessSummary,
+    /// How late the kernel woke the event loop after a timed sleep (wake-up time −
+    /// requested time, for sleeps that ended at or after their timeout): the machine's
+    /// share of the packets' lateness. On a kernel without preemption (`PREEMPT_NONE`),
+    /// other processes' work in the kernel delays even a `SCHED_FIFO` wake-up.
+    pub wakeup_lateness: LatenessSummary,
 }
 
 #[cfg(test)]
@@ -156,21 +172,24 @@ mod tests {
             l.record(us * 10); // 10 µs .. 10 ms in steps of 10 µs
         }
         let s = l.summary();
-        assert_eq!(s.packets, 1000);
+        assert_eq!(s.count, 1000);
         assert!((s.p50_us - 5.0).abs() < 0.01, "{}", s.p50_us);
         assert!((s.p99_us - 9.9).abs() < 0.02, "{}", s.p99_us);
         assert_eq!(s.max_us, 10.0);
         assert_eq!(s.fraction_within_1ms, 1.0);
+        assert_eq!(s.excess_over_1ms_ms, 0.0);
         l.record(2_000_000);
+        l.record(1_500_000);
         let s = l.summary();
-        assert!((s.fraction_within_1ms - 1000.0 / 1001.0).abs() < 1e-12);
+        assert!((s.fraction_within_1ms - 1000.0 / 1002.0).abs() < 1e-12);
+        assert!((s.excess_over_1ms_ms - 1.5).abs() < 1e-9);
         assert_eq!(s.max_us, 2000.0);
     }
 
     #[test]
     fn empty_lateness_is_all_on_time() {
         let s = Lateness::default().summary();
-        assert_eq!((s.packets, s.fraction_within_1ms, s.max_us), (0, 1.0, 0.0));
+        assert_eq!((s.count, s.fraction_within_1ms, s.max_us), (0, 1.0, 0.0));
     }
 
     #[test]
@@ -181,7 +200,8 @@ mod tests {
         b.record(3_000_000);
         a.merge(&b);
         let s = a.summary();
-        assert_eq!(s.packets, 2);
+        assert_eq!(s.count, 2);
         assert_eq!(s.fraction_within_1ms, 0.5);
+        assert!((s.excess_over_1ms_ms - 2.0).abs() < 1e-9);
     }
 }
