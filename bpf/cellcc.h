@@ -24,11 +24,14 @@
 /* Include after vmlinux.h, which provides __u16/__u32 and struct sock. */
 #include <bpf/bpf_endian.h>
 
-/* A connection, IPv4 only, as seen by the sender. Addresses are in network byte order
- * (as in struct sock_common); ports are in host byte order. `pad` is zero. */
+/* A connection as seen by the sender. Addresses are IPv6 in network byte order (as in
+ * struct in6_addr); an IPv4 address is stored IPv4-mapped (::ffff:a.b.c.d), which is
+ * also how the kernel stores an IPv4 peer of a dual-stack IPv6 socket, so one IPv4
+ * connection has one key whichever socket family carries it. Ports are in host byte
+ * order; `pad` is zero. */
 struct cellcc_flow_key {
-	__u32 local_addr;
-	__u32 remote_addr;
+	__u8 local_addr[16];
+	__u8 remote_addr[16];
 	__u16 local_port;
 	__u16 remote_port;
 	__u32 pad;
@@ -37,14 +40,29 @@ struct cellcc_flow_key {
 #define CELLCC_STATS_MAX_ENTRIES 4096
 #define CELLCC_PARAMS_MAX_ENTRIES 4096
 
-/* The key of the connection `sk` belongs to (IPv4 fields of struct sock_common; an IPv6
- * socket gets its v4-mapped addresses, or meaningless ones for native IPv6). */
+/* AF_INET6 (include/linux/socket.h); vmlinux.h has no macros. */
+#define CELLCC_AF_INET6 10
+
+/* `addr` as an IPv4-mapped IPv6 address. */
+static __always_inline void cellcc_v4_mapped(__u8 out[16], __be32 addr)
+{
+	out[10] = 0xff;
+	out[11] = 0xff;
+	__builtin_memcpy(&out[12], &addr, 4);
+}
+
+/* The key of the connection `sk` belongs to. */
 static __always_inline struct cellcc_flow_key cellcc_flow_key_of(const struct sock *sk)
 {
 	struct cellcc_flow_key key = {};
 
-	key.local_addr = sk->__sk_common.skc_rcv_saddr;
-	key.remote_addr = sk->__sk_common.skc_daddr;
+	if (sk->__sk_common.skc_family == CELLCC_AF_INET6) {
+		__builtin_memcpy(key.local_addr, &sk->__sk_common.skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(key.remote_addr, &sk->__sk_common.skc_v6_daddr, 16);
+	} else {
+		cellcc_v4_mapped(key.local_addr, sk->__sk_common.skc_rcv_saddr);
+		cellcc_v4_mapped(key.remote_addr, sk->__sk_common.skc_daddr);
+	}
 	key.local_port = sk->__sk_common.skc_num;
 	key.remote_port = bpf_ntohs(sk->__sk_common.skc_dport);
 	return key;

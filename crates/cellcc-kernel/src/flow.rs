@@ -1,35 +1,62 @@
 //! `struct cellcc_flow_key` (bpf/cellcc.h), the key of every per-connection map.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use crate::bail;
 use crate::error::Result;
 
-/// Size of `struct cellcc_flow_key`: two IPv4 addresses, two ports, 4 bytes of padding.
-pub const KEY_SIZE: usize = 16;
+/// Size of `struct cellcc_flow_key`: two IPv6 addresses, two ports, 4 bytes of padding.
+pub const KEY_SIZE: usize = 40;
 
-/// A connection as its sender sees it (IPv4 only).
+/// A connection as its sender sees it. Addresses are kept as the BPF side keeps them:
+/// IPv6, with an IPv4 address IPv4-mapped (`::ffff:a.b.c.d`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
     /// Local (sender) address.
-    pub local_addr: Ipv4Addr,
+    pub local_addr: Ipv6Addr,
     /// Remote address.
-    pub remote_addr: Ipv4Addr,
+    pub remote_addr: Ipv6Addr,
     /// Local port.
     pub local_port: u16,
     /// Remote port.
     pub remote_port: u16,
 }
 
+/// An address as the BPF side stores it.
+fn stored(addr: IpAddr) -> Ipv6Addr {
+    match addr {
+        IpAddr::V4(a) => a.to_ipv6_mapped(),
+        IpAddr::V6(a) => a,
+    }
+}
+
+/// An address and port as written: IPv4-mapped addresses as plain IPv4.
+fn endpoint(addr: Ipv6Addr, port: u16) -> SocketAddr {
+    match addr.to_ipv4_mapped() {
+        Some(v4) => SocketAddr::new(IpAddr::V4(v4), port),
+        None => SocketAddr::new(IpAddr::V6(addr), port),
+    }
+}
+
 impl FlowKey {
+    /// The key of a connection from `local` to `remote`.
+    pub fn new(local: SocketAddr, remote: SocketAddr) -> Self {
+        FlowKey {
+            local_addr: stored(local.ip()),
+            remote_addr: stored(remote.ip()),
+            local_port: local.port(),
+            remote_port: remote.port(),
+        }
+    }
+
     /// The map key: addresses in network order, ports in host order, zero padding.
     pub fn to_bytes(self) -> [u8; KEY_SIZE] {
         let mut b = [0u8; KEY_SIZE];
-        b[0..4].copy_from_slice(&self.local_addr.octets());
-        b[4..8].copy_from_slice(&self.remote_addr.octets());
-        b[8..10].copy_from_slice(&self.local_port.to_ne_bytes());
-        b[10..12].copy_from_slice(&self.remote_port.to_ne_bytes());
+        b[0..16].copy_from_slice(&self.local_addr.octets());
+        b[16..32].copy_from_slice(&self.remote_addr.octets());
+        b[32..34].copy_from_slice(&self.local_port.to_ne_bytes());
+        b[34..36].copy_from_slice(&self.remote_port.to_ne_bytes());
         b
     }
 
@@ -38,42 +65,33 @@ impl FlowKey {
         if b.len() != KEY_SIZE {
             return None;
         }
-        let addr = |o: usize| Ipv4Addr::new(b[o], b[o + 1], b[o + 2], b[o + 3]);
+        let addr = |o: usize| -> Ipv6Addr {
+            let octets: [u8; 16] = b[o..o + 16].try_into().expect("16 bytes");
+            Ipv6Addr::from(octets)
+        };
         let port = |o: usize| u16::from_ne_bytes([b[o], b[o + 1]]);
         Some(FlowKey {
             local_addr: addr(0),
-            remote_addr: addr(4),
-            local_port: port(8),
-            remote_port: port(10),
+            remote_addr: addr(16),
+            local_port: port(32),
+            remote_port: port(34),
         })
     }
 
-    /// Parses `LADDR:LPORT-RADDR:RPORT` (`10.0.0.1:40000-10.0.0.2:5201`).
+    /// Parses `LOCAL-REMOTE`, each `ADDR:PORT` with an IPv4 address or a bracketed IPv6
+    /// one: `10.0.0.1:40000-10.0.0.2:5201`, `[fd00::1]:40000-[fd00::2]:5201`.
     pub fn parse(s: &str) -> Result<Self> {
-        let usage = "expected LADDR:LPORT-RADDR:RPORT, e.g. 10.0.0.1:40000-10.0.0.2:5201";
+        let usage = "expected LOCAL-REMOTE as ADDR:PORT each, e.g. 10.0.0.1:40000-10.0.0.2:5201 or [fd00::1]:40000-[fd00::2]:5201";
         let Some((local, remote)) = s.split_once('-') else {
             bail!("flow {s:?}: {usage}");
         };
-        let endpoint = |e: &str| -> Result<(Ipv4Addr, u16)> {
-            let Some((addr, port)) = e.rsplit_once(':') else {
-                bail!("flow {s:?}: {e:?} has no port; {usage}");
-            };
-            let Ok(addr) = addr.parse::<Ipv4Addr>() else {
-                bail!("flow {s:?}: {addr:?} is not an IPv4 address; {usage}");
-            };
-            let Ok(port) = port.parse::<u16>() else {
-                bail!("flow {s:?}: {port:?} is not a port number (0-65535)");
-            };
-            Ok((addr, port))
+        let endpoint = |e: &str| -> Result<SocketAddr> {
+            match e.parse::<SocketAddr>() {
+                Ok(a) => Ok(a),
+                Err(_) => bail!("flow {s:?}: {e:?} is not ADDR:PORT; {usage}"),
+            }
         };
-        let (local_addr, local_port) = endpoint(local)?;
-        let (remote_addr, remote_port) = endpoint(remote)?;
-        Ok(FlowKey {
-            local_addr,
-            remote_addr,
-            local_port,
-            remote_port,
-        })
+        Ok(FlowKey::new(endpoint(local)?, endpoint(remote)?))
     }
 }
 
@@ -81,8 +99,9 @@ impl fmt::Display for FlowKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}:{}-{}:{}",
-            self.local_addr, self.local_port, self.remote_addr, self.remote_port
+            "{}-{}",
+            endpoint(self.local_addr, self.local_port),
+            endpoint(self.remote_addr, self.remote_port)
         )
     }
 }
@@ -92,20 +111,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parse_format_and_bytes_round_trip() {
+    fn ipv4_parse_format_and_bytes_round_trip() {
         let k = FlowKey::parse("10.0.0.1:40000-10.0.0.2:5201").unwrap();
         assert_eq!(k.to_string(), "10.0.0.1:40000-10.0.0.2:5201");
         let b = k.to_bytes();
-        assert_eq!(&b[0..4], &[10, 0, 0, 1]);
-        assert_eq!(&b[12..16], &[0, 0, 0, 0]);
+        // IPv4-mapped, as bpf/cellcc.h stores it.
+        assert_eq!(
+            &b[0..16],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1]
+        );
+        assert_eq!(&b[32..34], &40000u16.to_ne_bytes());
+        assert_eq!(&b[36..40], &[0, 0, 0, 0]);
         assert_eq!(FlowKey::from_bytes(&b), Some(k));
     }
 
     #[test]
+    fn ipv6_parse_format_and_bytes_round_trip() {
+        let k = FlowKey::parse("[fd00::1]:40000-[fd00::2]:5201").unwrap();
+        assert_eq!(k.to_string(), "[fd00::1]:40000-[fd00::2]:5201");
+        let b = k.to_bytes();
+        assert_eq!(b[0], 0xfd);
+        assert_eq!(b[15], 1);
+        assert_eq!(b[31], 2);
+        assert_eq!(FlowKey::from_bytes(&b), Some(k));
+        // A mapped address written as IPv6 is the same connection as its IPv4 form.
+        let mapped = FlowKey::parse("[::ffff:10.0.0.1]:1-[::ffff:10.0.0.2]:2").unwrap();
+        assert_eq!(mapped, FlowKey::parse("10.0.0.1:1-10.0.0.2:2").unwrap());
+    }
+
+    #[test]
     fn bad_flows_are_named() {
-        for bad in ["10.0.0.1:1", "x:1-10.0.0.2:2", "10.0.0.1:99999-10.0.0.2:2"] {
+        for bad in [
+            "10.0.0.1:1",
+            "x:1-10.0.0.2:2",
+            "10.0.0.1:99999-10.0.0.2:2",
+            "fd00::1:1-fd00::2:2",
+        ] {
             let e = FlowKey::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn wrong_key_size_is_none() {
+        assert_eq!(FlowKey::from_bytes(&[0u8; 16]), None);
     }
 }

@@ -53,7 +53,8 @@ enum Command {
         algo: String,
         /// `key=value` settings; keys are the fields of `struct ALGO_params`.
         settings: Vec<String>,
-        /// Only this connection: LADDR:LPORT-RADDR:RPORT (the sender's view).
+        /// Only this connection, the sender's view: LADDR:LPORT-RADDR:RPORT, an IPv6
+        /// address in brackets (`[fd00::1]:40000-[fd00::2]:5201`).
         #[arg(long)]
         flow: Option<String>,
     },

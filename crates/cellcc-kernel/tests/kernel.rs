@@ -312,3 +312,110 @@ fn tuner_raises_alpha_when_the_average_rtt_is_below_target() {
         u(&s, "resets")
     );
 }
+
+/// Sends `bytes` over loopback from a socket connected to `connect_to` (an IPv6 socket
+/// for an IPv6 address) that switches to cellcc_c2tcp once connected; `before_data`
+/// runs with the connection's flow as `cellcc-kernel` writes it. Returns that flow.
+fn loopback_transfer(
+    listen_on: &str,
+    connect_to: impl Fn(u16) -> std::net::SocketAddr,
+    bytes: usize,
+    before_data: impl FnOnce(&str),
+) -> String {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    let listener = std::net::TcpListener::bind(listen_on).expect("bind");
+    let port = listener.local_addr().unwrap().port();
+    let receiver = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total = 0usize;
+        while let Ok(n @ 1..) = conn.read(&mut buf) {
+            total += n;
+        }
+        total
+    });
+    let mut stream = std::net::TcpStream::connect(connect_to(port)).expect("connect");
+    let cc = C2TCP.as_bytes();
+    // SAFETY: valid fd and option buffer.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr().cast(),
+            cc.len() as u32,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt: {}", std::io::Error::last_os_error());
+    let local = stream.local_addr().unwrap();
+    let peer = stream.peer_addr().unwrap();
+    // As the loader prints flows: IPv4-mapped addresses as IPv4.
+    let show = |a: std::net::SocketAddr| match a {
+        std::net::SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => format!("{v4}:{}", v6.port()),
+            None => a.to_string(),
+        },
+        v4 => v4.to_string(),
+    };
+    let flow = format!("{}-{}", show(local), show(peer));
+    before_data(&flow);
+    stream.write_all(&vec![0x5a; bytes]).expect("send");
+    drop(stream);
+    assert_eq!(receiver.join().unwrap(), bytes);
+    flow
+}
+
+#[test]
+fn ipv6_and_dual_stack_connections_have_keys_of_their_own() {
+    let _guard = common::lock();
+    skip_unless_ready!();
+    let _loader = Loader::start(&["c2tcp"]);
+    let cases: [(&str, fn(u16) -> std::net::SocketAddr, &str, &str); 2] = [
+        // Native IPv6.
+        (
+            "[::1]:0",
+            |p| format!("[::1]:{p}").parse().unwrap(),
+            "[::1]:",
+            "317",
+        ),
+        // IPv4 over an IPv6 socket: the kernel keeps v4-mapped addresses, the key and the
+        // loader show them as IPv4.
+        (
+            "[::]:0",
+            |p| format!("[::ffff:127.0.0.1]:{p}").parse().unwrap(),
+            "127.0.0.1:",
+            "243",
+        ),
+    ];
+    for (listen_on, connect_to, prefix, alpha_x100) in cases {
+        let flow = loopback_transfer(listen_on, connect_to, 4 << 20, |flow| {
+            assert!(flow.starts_with(prefix), "{flow}");
+            let out = run_ok(&[
+                "set",
+                "c2tcp",
+                &format!("alpha_x100={alpha_x100}"),
+                "--flow",
+                flow,
+            ]);
+            assert!(out.contains(&format!("flow {flow}")), "{out}");
+        });
+        let mut stats = None;
+        wait_until(Duration::from_secs(5), || {
+            stats = flow_stats(&flow);
+            stats.as_ref().is_some_and(|s| u(s, "acks") > 0)
+        });
+        let s = stats.unwrap_or_else(|| panic!("no stats entry for {flow}"));
+        println!(
+            "{flow}: acks {}, alpha_x100 {}",
+            u(&s, "acks"),
+            u(&s, "alpha_x100")
+        );
+        assert_eq!(
+            u(&s, "alpha_x100").to_string(),
+            alpha_x100,
+            "the per-flow override reached {flow}"
+        );
+    }
+}
