@@ -313,12 +313,12 @@ fn tuner_raises_alpha_when_the_average_rtt_is_below_target() {
     );
 }
 
-/// Sends `bytes` over loopback from a socket connected to `connect_to` (an IPv6 socket
-/// for an IPv6 address) that switches to cellcc_c2tcp once connected; `before_data`
+/// Sends `bytes` over loopback from a socket connected to `connect_host` at the
+/// listener's port (an IPv6 socket for an IPv6 address) that switches to cellcc_c2tcp once connected; `before_data`
 /// runs with the connection's flow as `cellcc-kernel` writes it. Returns that flow.
 fn loopback_transfer(
     listen_on: &str,
-    connect_to: impl Fn(u16) -> std::net::SocketAddr,
+    connect_host: &str,
     bytes: usize,
     before_data: impl FnOnce(&str),
 ) -> String {
@@ -336,7 +336,8 @@ fn loopback_transfer(
         }
         total
     });
-    let mut stream = std::net::TcpStream::connect(connect_to(port)).expect("connect");
+    let mut stream =
+        std::net::TcpStream::connect(format!("{connect_host}:{port}")).expect("connect");
     let cc = C2TCP.as_bytes();
     // SAFETY: valid fd and option buffer.
     let rc = unsafe {
@@ -372,25 +373,15 @@ fn ipv6_and_dual_stack_connections_have_keys_of_their_own() {
     let _guard = common::lock();
     skip_unless_ready!();
     let _loader = Loader::start(&["c2tcp"]);
-    let cases: [(&str, fn(u16) -> std::net::SocketAddr, &str, &str); 2] = [
+    let cases = [
         // Native IPv6.
-        (
-            "[::1]:0",
-            |p| format!("[::1]:{p}").parse().unwrap(),
-            "[::1]:",
-            "317",
-        ),
+        ("[::1]:0", "[::1]", "[::1]:", "317"),
         // IPv4 over an IPv6 socket: the kernel keeps v4-mapped addresses, the key and the
         // loader show them as IPv4.
-        (
-            "[::]:0",
-            |p| format!("[::ffff:127.0.0.1]:{p}").parse().unwrap(),
-            "127.0.0.1:",
-            "243",
-        ),
+        ("[::]:0", "[::ffff:127.0.0.1]", "127.0.0.1:", "243"),
     ];
-    for (listen_on, connect_to, prefix, alpha_x100) in cases {
-        let flow = loopback_transfer(listen_on, connect_to, 4 << 20, |flow| {
+    for (listen_on, connect_host, prefix, alpha_x100) in cases {
+        let flow = loopback_transfer(listen_on, connect_host, 4 << 20, |flow| {
             assert!(flow.starts_with(prefix), "{flow}");
             let out = run_ok(&[
                 "set",
