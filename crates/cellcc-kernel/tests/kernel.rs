@@ -314,8 +314,9 @@ fn tuner_raises_alpha_when_the_average_rtt_is_below_target() {
 }
 
 /// Sends `bytes` over loopback from a socket connected to `connect_host` at the
-/// listener's port (an IPv6 socket for an IPv6 address) that switches to cellcc_c2tcp once connected; `before_data`
-/// runs with the connection's flow as `cellcc-kernel` writes it. Returns that flow.
+/// listener's port (an IPv6 socket for an IPv6 address), switched to cellcc_c2tcp once
+/// connected; `before_data` runs with the connection's flow as `cellcc-kernel` writes
+/// it. Returns that flow.
 fn loopback_transfer(
     listen_on: &str,
     connect_host: &str,
