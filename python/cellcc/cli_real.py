@@ -58,7 +58,7 @@ def validate(
         typer.Option(
             "--schemes", help="Comma-separated: cubic, bbr, reno, c2tcp, proprate, cesar."
         ),
-    ] = "cubic,bbr,c2tcp,proprate,cesar",
+    ] = "cubic,bbr,reno,c2tcp,proprate,cesar",
     traces: Annotated[
         str,
         typer.Option("--traces", help="Comma-separated trace names (NAME.down and NAME.up)."),

@@ -76,7 +76,7 @@ SCHEMES: dict[str, RealScheme] = {
     )
 }
 
-DEFAULT_SCHEMES = ("cubic", "bbr", "c2tcp", "proprate", "cesar")
+DEFAULT_SCHEMES = ("cubic", "bbr", "reno", "c2tcp", "proprate", "cesar")
 DEFAULT_TRACES = ("TMobile-LTE-short", "Verizon-LTE-short")
 
 

@@ -74,6 +74,20 @@ def test_validate_rejects_unknown_schemes_before_running(tmp_path: Path) -> None
         validation.validate(["cubic", "vegas"], ["x"], traces_dir=tmp_path, out_dir=tmp_path)
 
 
+def test_validate_command_defaults_are_the_library_defaults() -> None:
+    import inspect
+
+    from cellcc import (
+        cli,  # noqa: F401  (imports and registers cli_real)
+        cli_real,
+    )
+
+    params = inspect.signature(cli_real.validate).parameters
+    assert params["schemes"].default == ",".join(validation.DEFAULT_SCHEMES)
+    assert params["traces"].default == ",".join(validation.DEFAULT_TRACES)
+    assert set(validation.DEFAULT_SCHEMES) <= set(validation.SCHEMES)
+
+
 def test_compare_row_flags_differences_beyond_tolerance() -> None:
     sim = {
         "throughput_mbps": 10.0,
