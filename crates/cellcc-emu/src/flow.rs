@@ -12,9 +12,10 @@
 //! Log formats (CSV with a header line):
 //! * receiver `--log`: `t_ns,bytes`, one line per `read` that returned data;
 //! * sender `--info-log`: `t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,
-//!   delivery_rate_bps,bytes_acked,retrans,lost`, one line per sample; `cwnd` in
-//!   packets, rates in bit/s (the kernel reports bytes/s), `retrans` = total
-//!   retransmitted segments, `lost` = segments currently marked lost.
+//!   delivery_rate_bps,bytes_acked,retrans,lost,ssthresh,ca_state,rto_us,backoff,
+//!   unacked,sacked,retrans_out`, one line per sample; `cwnd` in packets, rates in
+//!   bit/s (the kernel reports bytes/s), `retrans` = total retransmitted segments,
+//!   `lost` = segments currently marked lost; the rest are `tcp_info` fields as named.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -264,14 +265,27 @@ pub struct InfoSample {
     pub bytes_acked: u64,
     pub retrans: u32,
     pub lost: u32,
+    /// `tcpi_snd_ssthresh` (0x7fffffff before the first reduction).
+    pub ssthresh: u32,
+    /// `tcpi_ca_state`: 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss.
+    pub ca_state: u8,
+    /// `tcpi_rto`: the retransmission timeout in effect.
+    pub rto_us: u32,
+    /// `tcpi_backoff`: RTO back-offs since the last ACK that advanced.
+    pub backoff: u8,
+    /// `tcpi_unacked`, `tcpi_sacked`, `tcpi_retrans`: segments outstanding, SACKed, and
+    /// retransmitted and still outstanding.
+    pub unacked: u32,
+    pub sacked: u32,
+    pub retrans_out: u32,
 }
 
 impl InfoSample {
-    pub const CSV_HEADER: &'static str = "t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,delivery_rate_bps,bytes_acked,retrans,lost";
+    pub const CSV_HEADER: &'static str = "t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,delivery_rate_bps,bytes_acked,retrans,lost,ssthresh,ca_state,rto_us,backoff,unacked,sacked,retrans_out";
 
     pub fn csv_row(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.t_ns,
             self.cwnd,
             self.srtt_us,
@@ -281,7 +295,14 @@ impl InfoSample {
             self.delivery_rate_bps,
             self.bytes_acked,
             self.retrans,
-            self.lost
+            self.lost,
+            self.ssthresh,
+            self.ca_state,
+            self.rto_us,
+            self.backoff,
+            self.unacked,
+            self.sacked,
+            self.retrans_out
         )
     }
 }
@@ -314,6 +335,13 @@ fn tcp_info(fd: RawFd, t_ns: u64) -> io::Result<InfoSample> {
         bytes_acked: info.bytes_acked,
         retrans: info.total_retrans,
         lost: info.lost,
+        ssthresh: info.snd_ssthresh,
+        ca_state: info.ca_state,
+        rto_us: info.rto,
+        backoff: info.backoff,
+        unacked: info.unacked,
+        sacked: info.sacked,
+        retrans_out: info.retrans,
     })
 }
 
