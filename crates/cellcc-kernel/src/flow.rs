@@ -32,7 +32,7 @@ fn stored(addr: IpAddr) -> Ipv6Addr {
 }
 
 /// An address and port as written: IPv4-mapped addresses as plain IPv4.
-fn endpoint(addr: Ipv6Addr, port: u16) -> SocketAddr {
+fn shown(addr: Ipv6Addr, port: u16) -> SocketAddr {
     match addr.to_ipv4_mapped() {
         Some(v4) => SocketAddr::new(IpAddr::V4(v4), port),
         None => SocketAddr::new(IpAddr::V6(addr), port),
@@ -85,13 +85,13 @@ impl FlowKey {
         let Some((local, remote)) = s.split_once('-') else {
             bail!("flow {s:?}: {usage}");
         };
-        let endpoint = |e: &str| -> Result<SocketAddr> {
+        let parsed = |e: &str| -> Result<SocketAddr> {
             match e.parse::<SocketAddr>() {
                 Ok(a) => Ok(a),
                 Err(_) => bail!("flow {s:?}: {e:?} is not ADDR:PORT; {usage}"),
             }
         };
-        Ok(FlowKey::new(endpoint(local)?, endpoint(remote)?))
+        Ok(FlowKey::new(parsed(local)?, parsed(remote)?))
     }
 }
 
@@ -100,8 +100,8 @@ impl fmt::Display for FlowKey {
         write!(
             f,
             "{}-{}",
-            endpoint(self.local_addr, self.local_port),
-            endpoint(self.remote_addr, self.remote_port)
+            shown(self.local_addr, self.local_port),
+            shown(self.remote_addr, self.remote_port)
         )
     }
 }
