@@ -1,5 +1,9 @@
 //! Requirements of the real path, checked before every command: kernel version, BTF,
 //! privileges, bpffs and the embedded objects.
+//!
+//! Checking only observes: `cellcc-kernel check` leaves the system as it found it. The
+//! one change a requirement can call for, mounting a bpffs, is made by `load` (which pins
+//! its maps there) after every check has passed; see [`plan_bpffs`].
 
 use std::ffi::CString;
 use std::fs;
@@ -14,7 +18,7 @@ use crate::objects;
 pub const MIN_KERNEL: (u32, u32) = (6, 10);
 /// The kernel's BTF, needed to load struct_ops programs.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
-/// Where bpffs is expected (and mounted if absent).
+/// Where bpffs is expected (and where `load` mounts one if it is absent).
 pub const BPFFS: &str = "/sys/fs/bpf";
 /// `BPF_FS_MAGIC` from linux/magic.h.
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
@@ -32,8 +36,59 @@ pub struct Check {
     pub result: std::result::Result<String, String>,
 }
 
-/// Runs every check, mounting bpffs if it is missing; never fails itself.
-pub fn run_all() -> Vec<Check> {
+/// What a command does with the real path, which decides what a missing bpffs means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// `check`: report what holds and how to fix what does not; change nothing.
+    Inspect,
+    /// `load`: pins its maps under bpffs, so a missing one is mounted (CAP_SYS_ADMIN).
+    Load,
+    /// `list`, `set`, `stats`, `tune`, `unload`: read what a loader pinned; without a
+    /// bpffs nothing can have been pinned, which those commands report themselves.
+    Control,
+}
+
+/// What to do about bpffs, decided by [`plan_bpffs`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum BpffsPlan {
+    /// Nothing to do; the detail to report.
+    Ready(String),
+    /// Mount a bpffs at [`BPFFS`] (only ever for [`Purpose::Load`]).
+    Mount,
+    /// The requirement is not met: the reason and the command that fixes it.
+    Fail(String),
+}
+
+/// The command that mounts the bpffs the loader expects.
+fn mount_command() -> String {
+    format!("mount -t bpf bpf {BPFFS}")
+}
+
+/// Decides what a missing or present bpffs means for `purpose`. Pure, so the rule
+/// "a check never mounts" is tested without root.
+pub fn plan_bpffs(mounted: bool, can_mount: bool, purpose: Purpose) -> BpffsPlan {
+    if mounted {
+        return BpffsPlan::Ready(format!("mounted at {BPFFS}"));
+    }
+    match (purpose, can_mount) {
+        (Purpose::Load, true) => BpffsPlan::Mount,
+        (Purpose::Inspect, true) => BpffsPlan::Ready(format!(
+            "not mounted at {BPFFS}; `cellcc-kernel load` will mount one (or run: {})",
+            mount_command()
+        )),
+        (Purpose::Inspect | Purpose::Load, false) => BpffsPlan::Fail(format!(
+            "{BPFFS} is not a bpffs and mounting one needs CAP_SYS_ADMIN; as root run: {}",
+            mount_command()
+        )),
+        (Purpose::Control, _) => {
+            BpffsPlan::Ready(format!("not mounted at {BPFFS}: no loader has pinned maps"))
+        }
+    }
+}
+
+/// Runs every check for `purpose`; only observes (a missing bpffs is reported, never
+/// mounted) and never fails itself.
+pub fn run_all(purpose: Purpose) -> Vec<Check> {
     vec![
         Check {
             what: "kernel >= 6.10",
@@ -49,7 +104,7 @@ pub fn run_all() -> Vec<Check> {
         },
         Check {
             what: "bpffs",
-            result: bpffs(),
+            result: bpffs(purpose),
         },
         Check {
             what: "BPF objects",
@@ -58,11 +113,18 @@ pub fn run_all() -> Vec<Check> {
     ]
 }
 
-/// Runs every check; the first failure becomes the error.
-pub fn require() -> Result<()> {
-    for c in run_all() {
+/// Runs every check for `purpose`; the first failure becomes the error. Then, for
+/// [`Purpose::Load`] only, mounts a bpffs if none is present: the one change made, and
+/// only once everything else is known to hold.
+pub fn require(purpose: Purpose) -> Result<()> {
+    for c in run_all(purpose) {
         if let Err(reason) = c.result {
             bail!("requirement not met ({}): {reason}", c.what);
+        }
+    }
+    if plan_bpffs(is_bpffs(BPFFS), can_mount(), purpose) == BpffsPlan::Mount {
+        if let Err(reason) = mount_bpffs() {
+            bail!("requirement not met (bpffs): {reason}");
         }
     }
     Ok(())
@@ -130,19 +192,26 @@ fn is_bpffs(path: &str) -> bool {
     rc == 0 && st.f_type as i64 == BPF_FS_MAGIC
 }
 
-fn bpffs() -> std::result::Result<String, String> {
-    if is_bpffs(BPFFS) {
-        return Ok(format!("mounted at {BPFFS}"));
+/// Whether this process may mount a filesystem.
+fn can_mount() -> bool {
+    cap_eff().unwrap_or(0) & (1u64 << CAP_SYS_ADMIN) != 0
+}
+
+fn bpffs(purpose: Purpose) -> std::result::Result<String, String> {
+    match plan_bpffs(is_bpffs(BPFFS), can_mount(), purpose) {
+        BpffsPlan::Ready(detail) => Ok(detail),
+        // The mount happens in `require`, after the other checks; reported here as what
+        // is about to happen.
+        BpffsPlan::Mount => Ok(format!("not mounted at {BPFFS}; mounting one")),
+        BpffsPlan::Fail(reason) => Err(reason),
     }
-    let caps = cap_eff().unwrap_or(0);
-    if caps & (1u64 << CAP_SYS_ADMIN) == 0 {
-        return Err(format!(
-            "{BPFFS} is not a bpffs and mounting one needs CAP_SYS_ADMIN: mount -t bpf bpf {BPFFS}"
-        ));
-    }
-    let _ = fs::create_dir_all(BPFFS);
-    let src = CString::new("bpf").unwrap();
-    let dst = CString::new(BPFFS).unwrap();
+}
+
+/// Mounts a bpffs at [`BPFFS`] (`mount -t bpf bpf /sys/fs/bpf`).
+fn mount_bpffs() -> std::result::Result<(), String> {
+    fs::create_dir_all(BPFFS).map_err(|e| format!("creating {BPFFS}: {e}"))?;
+    let src = CString::new("bpf").expect("a literal without NUL");
+    let dst = CString::new(BPFFS).expect("a literal without NUL");
     // SAFETY: all pointers are valid NUL-terminated strings; data may be null.
     let rc = unsafe {
         libc::mount(
@@ -155,15 +224,77 @@ fn bpffs() -> std::result::Result<String, String> {
     };
     if rc != 0 || !is_bpffs(BPFFS) {
         return Err(format!(
-            "{BPFFS} is not a bpffs and mounting one failed: {}",
-            std::io::Error::last_os_error()
+            "{BPFFS} is not a bpffs and mounting one failed: {}; try: {}",
+            std::io::Error::last_os_error(),
+            mount_command()
         ));
     }
-    Ok(format!("mounted a bpffs at {BPFFS}"))
+    Ok(())
 }
 
 fn embedded() -> std::result::Result<String, String> {
     let algos = objects::discover().map_err(|e| e.to_string())?;
     let names: Vec<&str> = algos.iter().map(|a| a.kernel_name.as_str()).collect();
     Ok(names.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_never_mounts() {
+        for can_mount in [false, true] {
+            let plan = plan_bpffs(false, can_mount, Purpose::Inspect);
+            assert_ne!(plan, BpffsPlan::Mount, "can_mount = {can_mount}");
+            let (BpffsPlan::Ready(text) | BpffsPlan::Fail(text)) = plan else {
+                unreachable!()
+            };
+            assert!(text.contains("not"), "reports the missing bpffs: {text}");
+            assert!(
+                text.contains("mount -t bpf bpf /sys/fs/bpf"),
+                "names the fix: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_check_passes_when_load_could_mount_and_fails_when_it_could_not() {
+        assert!(matches!(
+            plan_bpffs(false, true, Purpose::Inspect),
+            BpffsPlan::Ready(_)
+        ));
+        assert!(matches!(
+            plan_bpffs(false, false, Purpose::Inspect),
+            BpffsPlan::Fail(t) if t.contains("CAP_SYS_ADMIN")
+        ));
+    }
+
+    #[test]
+    fn only_load_mounts_and_only_when_missing() {
+        assert_eq!(plan_bpffs(false, true, Purpose::Load), BpffsPlan::Mount);
+        assert!(matches!(
+            plan_bpffs(false, false, Purpose::Load),
+            BpffsPlan::Fail(_)
+        ));
+        for purpose in [Purpose::Inspect, Purpose::Load, Purpose::Control] {
+            assert_eq!(
+                plan_bpffs(true, true, purpose),
+                BpffsPlan::Ready(format!("mounted at {BPFFS}"))
+            );
+            for can_mount in [false, true] {
+                if purpose != Purpose::Load {
+                    assert_ne!(plan_bpffs(false, can_mount, purpose), BpffsPlan::Mount);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn control_commands_do_not_require_bpffs() {
+        assert!(matches!(
+            plan_bpffs(false, false, Purpose::Control),
+            BpffsPlan::Ready(_)
+        ));
+    }
 }

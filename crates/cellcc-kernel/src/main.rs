@@ -97,7 +97,7 @@ fn one_algo(name: &str) -> Result<objects::Algo> {
 fn run(cli: Cli) -> Result<()> {
     if let Command::Check = cli.command {
         let mut ok = true;
-        for c in check::run_all() {
+        for c in check::run_all(check::Purpose::Inspect) {
             match c.result {
                 Ok(detail) => println!("ok    {}: {detail}", c.what),
                 Err(reason) => {
@@ -111,7 +111,10 @@ fn run(cli: Cli) -> Result<()> {
         }
         return Ok(());
     }
-    check::require()?;
+    check::require(match cli.command {
+        Command::Load { .. } => check::Purpose::Load,
+        _ => check::Purpose::Control,
+    })?;
     match cli.command {
         Command::Check => Ok(()),
         Command::Load { algos } => loader::load(&algos),
