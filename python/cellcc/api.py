@@ -464,7 +464,7 @@ class Comparison:
 def compare(
     trace: str | os.PathLike[str],
     *,
-    schemes: Sequence[str],
+    schemes: str | Sequence[str],
     uplink_trace: str | os.PathLike[str] | None = None,
     delay_ms: float = 10.0,
     queue: str | Mapping[str, Any] = "droptail:packets=100",
@@ -482,14 +482,21 @@ def compare(
     one-way propagation delay of each direction (``mm-delay``) and ``queue`` applies to
     both directions. Every scheme runs with the same seed. All scenarios are validated
     before the first one runs. ``progress(scheme, finished)`` is called before and after
-    each run.
+    each run. ``schemes`` is a list of names or one comma-separated string
+    (``"cubic,bbr"``).
     """
     from cellcc.traces import uplink_sibling
 
     known = _native.schemes()
-    names = [name.strip() for name in schemes if name.strip()]
-    if not names:
-        raise UsageError("schemes: expected at least one scheme")
+    # A string is a comma-separated list, not a sequence of one-letter names.
+    given = schemes.split(",") if isinstance(schemes, str) else list(schemes)
+    names = [str(name).strip() for name in given]
+    if not any(names):
+        raise UsageError('schemes: expected at least one scheme, e.g. "cubic,bbr"')
+    if not all(names):
+        raise UsageError(
+            f"schemes: empty scheme name in {schemes!r}; expected names separated by commas"
+        )
     for name in names:
         problem = unknown_scheme(name, known)
         if problem is not None:
