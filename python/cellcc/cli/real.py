@@ -1,4 +1,4 @@
-"""The real-path commands (registered by ``cli.py``).
+"""The real-path commands: ``kernel``, ``emu`` and ``validate``.
 
 ``cellcc kernel ...`` and ``cellcc emu ...`` hand their arguments to the Rust binaries
 ``cellcc-kernel`` and ``cellcc-emu`` unchanged (their ``--help`` is the reference);
@@ -12,13 +12,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 
-from cellcc.cli import _friendly_errors, _progress, _stdout
+from cellcc.cli._common import friendly_errors, option, progress, stdout, table
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["register"]
 
@@ -55,29 +56,24 @@ def emu(ctx: typer.Context) -> None:
 def validate(
     schemes: Annotated[
         str,
-        typer.Option(
-            "--schemes", help="Comma-separated: cubic, bbr, reno, c2tcp, proprate, cesar."
-        ),
+        option("--schemes", help="Comma-separated: cubic, bbr, reno, c2tcp, proprate, cesar."),
     ] = "cubic,bbr,reno,c2tcp,proprate,cesar",
     traces: Annotated[
-        str,
-        typer.Option("--traces", help="Comma-separated trace names (NAME.down and NAME.up)."),
+        str, option("--traces", help="Comma-separated trace names (NAME.down and NAME.up).")
     ] = "TMobile-LTE-short,Verizon-LTE-short",
     traces_dir: Annotated[
         Path | None,
-        typer.Option(
+        option(
             "--traces-dir",
             help="Where the traces are [default: $CELLCC_TRACES/mahimahi, else "
             "../shared/traces/mahimahi].",
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("validation"),
-    duration: Annotated[
-        float, typer.Option("--duration", help="Seconds per flow.", min=1.0)
-    ] = 30.0,
-    delay: Annotated[float, typer.Option("--delay", help="One-way delay (ms).", min=0.0)] = 20.0,
-    queue: Annotated[int, typer.Option("--queue", help="Drop-tail queue (packets).", min=1)] = 1000,
-    force: Annotated[bool, typer.Option("--force", help="Redo pairs already in --out.")] = False,
+    out: Annotated[Path, option("--out", help="Output directory.")] = Path("validation"),
+    duration: Annotated[float, option("--duration", help="Seconds per flow.", min=1.0)] = 30.0,
+    delay: Annotated[float, option("--delay", help="One-way delay (ms).", min=0.0)] = 20.0,
+    queue: Annotated[int, option("--queue", help="Drop-tail queue (packets).", min=1)] = 1000,
+    force: Annotated[bool, option("--force", help="Redo pairs already in --out.")] = False,
 ) -> None:
     """Run the same scenarios in the simulator and through the emulator with real Linux
     TCP, and report throughput and queueing-delay differences (needs root)."""
@@ -89,8 +85,8 @@ def validate(
     trace_names = [t.strip() for t in traces.split(",") if t.strip()]
     setup = validation.Setup(duration_s=duration, delay_ms=delay, queue_packets=queue)
     started = time.monotonic()
-    with _progress(len(names) * len(trace_names), "validate") as advance:
-        table = validation.validate(
+    with progress(len(names) * len(trace_names), "validate") as advance:
+        frame = validation.validate(
             names,
             trace_names,
             traces_dir=traces_dir,
@@ -99,8 +95,8 @@ def validate(
             force=force,
             progress=advance,
         )
-    _stdout().print(_comparison_table(table))
-    _stdout().print(
+    stdout().print(_comparison_table(frame))
+    stdout().print(
         f"report: {out / 'index.html'}  ({time.monotonic() - started:.0f} s)", markup=False
     )
 
@@ -118,9 +114,9 @@ def _comparison_table(frame: Any) -> Table:
         "real_qdelay_mean_ms": "real qdelay ms",
         "qdelay_mean_diff": "Δ qdelay",
     }
-    table = Table(title="simulator vs kernel", title_justify="left", box=box.SIMPLE_HEAD)
+    shown = table("simulator vs kernel")
     for key, label in columns.items():
-        table.add_column(label, justify="left" if key in ("scheme", "trace") else "right")
+        shown.add_column(label, justify="left" if key in ("scheme", "trace") else "right")
     for record in frame.to_dict(orient="records"):
         cells = []
         for key in columns:
@@ -130,14 +126,14 @@ def _comparison_table(frame: Any) -> Table:
                 cells.append(f"{value:+.1%}" + ("" if ok else " ✗"))
             else:
                 cells.append(format_cell(value))
-        table.add_row(*cells)
-    return table
+        shown.add_row(*cells)
+    return shown
 
 
 def register(app: typer.Typer) -> None:
-    """Add the commands to the ``cellcc`` app."""
+    """Add ``kernel``, ``emu`` and ``validate`` to the ``cellcc`` app."""
     app.command("kernel", context_settings=_PASS_THROUGH, add_help_option=False)(
-        _friendly_errors(kernel)
+        friendly_errors(kernel)
     )
-    app.command("emu", context_settings=_PASS_THROUGH, add_help_option=False)(_friendly_errors(emu))
-    app.command("validate")(_friendly_errors(validate))
+    app.command("emu", context_settings=_PASS_THROUGH, add_help_option=False)(friendly_errors(emu))
+    app.command("validate")(friendly_errors(validate))

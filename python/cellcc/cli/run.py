@@ -1,0 +1,57 @@
+"""``cellcc run FILE``: one scenario, its summary on the terminal, its results on disk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cellcc.cli._common import (
+    argument,
+    fraction_progress,
+    friendly_errors,
+    option,
+    require_file,
+    stdout,
+    summary_table,
+)
+
+__all__ = ["register"]
+
+
+def run(
+    file: Annotated[Path, argument(help="Scenario TOML file (docs/scenarios.md).")],
+    seed: Annotated[int | None, option(help="Override the scenario's seed.", min=0)] = None,
+    out: Annotated[
+        Path | None, option(help="Directory for the results [default: out/<scenario name>].")
+    ] = None,
+) -> None:
+    """Run one scenario, print its summary and save the results."""
+    from cellcc import api
+
+    require_file(file, "scenario file")
+    with fraction_progress(f"simulating {file}") as update:
+        result = api.simulate(file, seed=seed, progress=update)
+    out_dir = out if out is not None else Path("out") / file.stem
+    result.save(out_dir)
+    if result.acks is not None and not result.acks.empty:
+        from cellcc import plots
+
+        name = result.meta.get("name", file.stem)
+        figure = plots.ack_pattern_figure(result.acks, title=f"{name}: ACK clock of flow 0")
+        plots.save(figure, out_dir / "ack-pattern.png")
+    console = stdout()
+    title = f"{result.meta.get('name', file.stem)} (seed {result.seed})"
+    console.print(summary_table(result.summary, title))
+    wall = result.meta.get("wall_s")
+    events = result.meta.get("events")
+    if isinstance(wall, int | float) and isinstance(events, int):
+        console.print(f"{events:,} events in {wall:.2f} s of wall time", markup=False)
+    console.print(f"results written to {out_dir}{os.sep}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run`` to the ``cellcc`` app."""
+    app.command("run")(friendly_errors(run))

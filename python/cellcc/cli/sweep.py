@@ -1,0 +1,53 @@
+"""``cellcc sweep FILE``: every run of a sweep file, cached, with an HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cellcc.cli._common import (
+    AddressOption,
+    ExecutorOption,
+    JobsOption,
+    QuickOption,
+    TracesOption,
+    argument,
+    check_executor,
+    command_line,
+    execute_sweep,
+    friendly_errors,
+    option,
+)
+
+__all__ = ["register"]
+
+
+def sweep(
+    file: Annotated[Path, argument(help="Sweep TOML file (docs/experiments.md).")],
+    out: Annotated[
+        Path | None, option("--out", help="Output directory [default: out/sweeps/<name>].")
+    ] = None,
+    jobs: JobsOption = None,
+    executor: ExecutorOption = "local",
+    address: AddressOption = None,
+    quick: QuickOption = False,
+    traces: TracesOption = None,
+) -> None:
+    """Run a sweep: every run cached, results in one Parquet dataset, an HTML report."""
+    from cellcc.sweep import load_sweep
+
+    check_executor(executor, address)
+    loaded = load_sweep(file, quick=quick, traces_dir=traces)
+    target = out if out is not None else Path("out") / "sweeps" / loaded.name
+    command = command_line(
+        "sweep", file, "--out", target, "--quick" if quick else None,
+        *(("--traces", traces) if traces is not None else ()),
+    )  # fmt: skip
+    execute_sweep(loaded, target, command=command, executor=executor, jobs=jobs, address=address)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the ``cellcc`` app."""
+    app.command("sweep")(friendly_errors(sweep))
