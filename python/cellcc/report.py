@@ -65,11 +65,14 @@ class Section:
     table: pd.DataFrame | None = None
     plots: list[Plot] = field(default_factory=list)
     files: list[tuple[str, Path]] = field(default_factory=list)
+    #: The table's columns to show and their headers (see :func:`table_html`); ``None``
+    #: shows every column, as sweep tables need (their group, metrics and paper columns).
+    columns: Mapping[str, str] | None = field(default_factory=lambda: dict(TABLE_COLUMNS))
 
 
 def format_cell(value: Any) -> str:
     """A table cell: 3 significant digits, "—" for a missing value."""
-    if value is None:
+    if value is None or value is pd.NA:
         return "—"
     if isinstance(value, float):
         if math.isnan(value):
@@ -80,10 +83,20 @@ def format_cell(value: Any) -> str:
     return str(value)
 
 
-def table_html(frame: pd.DataFrame, columns: Mapping[str, str] = TABLE_COLUMNS) -> str:
-    """An HTML table of ``frame`` restricted to ``columns`` that it has (all if none)."""
-    shown = [c for c in columns if c in frame.columns] or list(frame.columns)
-    head = "".join(f"<th>{html.escape(columns.get(c, c))}</th>" for c in shown)
+def table_html(frame: pd.DataFrame, columns: Mapping[str, str] | None = TABLE_COLUMNS) -> str:
+    """An HTML table of ``frame``.
+
+    With ``columns``, only those that ``frame`` has, in that order (all of them if it has
+    none); with ``None``, every column of ``frame`` in its order. Headers are the names
+    in ``columns`` or :data:`TABLE_COLUMNS`, else the column itself; a published
+    ``<metric> (paper)`` column is headed like its metric.
+    """
+    if columns is None:
+        shown = list(frame.columns)
+    else:
+        shown = [c for c in columns if c in frame.columns] or list(frame.columns)
+    names = {**TABLE_COLUMNS, **(columns or {})}
+    head = "".join(f"<th>{html.escape(_header(c, names))}</th>" for c in shown)
     rows = []
     for record in frame[shown].astype(object).to_dict(orient="records"):
         cells = "".join(
@@ -93,6 +106,16 @@ def table_html(frame: pd.DataFrame, columns: Mapping[str, str] = TABLE_COLUMNS) 
         )
         rows.append(f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _header(column: Any, names: Mapping[str, str]) -> str:
+    text = str(column)
+    if text in names:
+        return names[text]
+    base, paper, _ = text.rpartition(" (paper)")
+    if paper and base in names:
+        return f"{names[base]} (paper)"
+    return text
 
 
 _CSS = """
@@ -126,7 +149,7 @@ def _section_html(section: Section, root: Path) -> str:
     for label, command in section.commands:
         parts.append(f"<p>{html.escape(label)}</p><pre>{html.escape(command)}</pre>")
     if section.table is not None and not section.table.empty:
-        parts.append(table_html(section.table))
+        parts.append(table_html(section.table, section.columns))
     if section.plots:
         parts.append('<div class="grid">')
         for plot in section.plots:

@@ -1,0 +1,87 @@
+"""Sweep and ``reproduce`` reports show every column of their table: the group (label)
+columns, the metrics the report asks for and the paper's numbers beside ours."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from cellcc import catalogue, runner
+from cellcc.sweep import load_sweep
+from cellcc.sweep_report import write_sweep_report
+
+pytestmark = pytest.mark.usefixtures("native")
+
+
+class _Headers(HTMLParser):
+    """The text of every ``<th>`` of the first ``<table>`` (the summary table)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.headers: list[str] = []
+        self._in_th = False
+        self._tables = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._tables += 1
+        elif tag == "th" and self._tables == 1:
+            self._in_th = True
+            self.headers.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "th":
+            self._in_th = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_th:
+            self.headers[-1] += data
+
+
+def table_headers(page: Path) -> list[str]:
+    parser = _Headers()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return [h.strip() for h in parser.headers]
+
+
+def _short_copy(entry_id: str, directory: Path, duration_s: float) -> Path:
+    """The catalogue file with a shorter ``[quick]`` duration, so the test is quick."""
+    text = catalogue.find(entry_id).path.read_text(encoding="utf-8")
+    text, count = re.subn(r"(?ms)^(\[quick\].*?^duration_s = )[0-9.]+", rf"\g<1>{duration_s}", text)
+    assert count == 1, "the entry has a [quick] duration_s"
+    path = directory / f"{entry_id}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _report(entry_id: str, tmp_path: Path, duration_s: float) -> Path:
+    sweep = load_sweep(_short_copy(entry_id, tmp_path, duration_s), quick=True)
+    out = tmp_path / "out" / entry_id
+    outcome = runner.run_sweep(sweep, out, jobs=2, command="test")
+    record = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    page, _table = write_sweep_report(
+        sweep, outcome.results, out, command="test", provenance_record=record
+    )
+    return page
+
+
+def test_cesar_table2_report_has_label_and_paper_columns(tmp_path):
+    headers = table_headers(_report("cesar-table2", tmp_path, 2.0))
+    assert headers[0] == "label", headers
+    assert "runs" in headers
+    assert "jain_index" in headers and "jain_index (paper)" in headers, headers
+    assert headers.index("jain_index (paper)") == headers.index("jain_index") + 1
+    # The other metrics keep their readable names.
+    assert "throughput (Mbit/s)" in headers and "mean RTT (ms)" in headers, headers
+
+
+def test_cesar_fig6_report_keeps_its_key_metric_and_paper_column(tmp_path):
+    headers = table_headers(_report("cesar-fig6", tmp_path, 3.0))
+    assert headers[0] == "scheduling.preset", headers
+    for column in ("cc.su_ms", "cc.su_ms (paper)", "cc.su_min_ms", "cc.su_max_ms"):
+        assert column in headers, (column, headers)
+    assert "note" in headers, headers
