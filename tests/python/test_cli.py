@@ -4,7 +4,9 @@ import json
 import subprocess
 import sys
 
+import click
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from cellcc import api, synthetic
@@ -158,3 +160,35 @@ def test_usage_errors_are_one_line_from_the_real_entry_point(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: ") and "--seed" in lines[0]
+
+
+def _commands(command, path=()):
+    """Every command of the click tree below ``command``, with its path of names."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+#: Commands whose --help is their own (kernel and emu hand it to the Rust binaries).
+_HELPED = [
+    (path, command)
+    for path, command in _commands(typer.main.get_command(app))
+    if command.get_help_option(click.Context(command)) is not None
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "command"), _HELPED, ids=[" ".join(p) or "cellcc" for p, _ in _HELPED]
+)
+def test_help_shows_every_help_text_and_default(path, command):
+    # Wide enough that no help text wraps, so each must appear whole on its line.
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "500"})
+    assert result.exit_code == 0, result.output
+    for param in command.params:
+        # A help text is plain text: "[default: out/<name>]" or "[away]" is shown as
+        # written, not read as rich markup and dropped (it is stored escaped, "\\[").
+        text = (getattr(param, "help", None) or "").replace("\\[", "[")
+        assert text in result.output, f"{param.name}: help text {text!r} not shown"
+        if param.default is not None and not isinstance(param.default, bool):  # flags: off
+            default = f"[default: {param.default}]"
+            assert default in result.output, f"{param.name}: {default} not shown"
