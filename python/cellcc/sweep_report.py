@@ -23,6 +23,7 @@ the command that regenerates the report, and the provenance of the dataset.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,12 +34,19 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from cellcc import plots, sweep_views
-from cellcc.report import Plot, Section, write_report
-from cellcc.results import write_csv_atomic
+from cellcc.report import REPORT_FILE, Plot, Section, write_report
+from cellcc.results import PROVENANCE_FILE, write_csv_atomic, write_json_atomic, write_text_atomic
 from cellcc.runner import ACK_GAPS_FILE, report_views
 from cellcc.sweep import Sweep
 
-__all__ = ["VIEWS", "grouped_table", "report_options", "write_sweep_report"]
+__all__ = [
+    "VIEWS",
+    "grouped_table",
+    "index_entries",
+    "report_options",
+    "write_index",
+    "write_sweep_report",
+]
 
 VIEWS = ("table", "sweep", "frontier", "timeseries", "share", "ecdf", "box", "loss", "ack_gap")
 DEFAULT_METRICS = ("throughput_mbps", "qdelay_mean_ms", "qdelay_p95_ms", "owd_p95_ms")
@@ -507,6 +515,43 @@ def _facets(rows: pd.DataFrame, facets: Sequence[str]) -> list[tuple[tuple[Any, 
     ]
 
 
+#: Written beside each experiment's report by :func:`write_index`: the row the index
+#: shows for it, so a later ``reproduce`` into the same directory can list it again.
+INDEX_ENTRY_FILE = "index-entry.json"
+
+
+def index_entries(
+    out_dir: str | os.PathLike[str], entries: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Every experiment in ``out_dir``, sorted by id: ``entries`` (this invocation's,
+    each recorded in its folder's ``index-entry.json``) and every other folder with a
+    report, from its recorded entry or, if it has none, by its id alone."""
+    root = Path(out_dir)
+    current: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        given = dict(entry)
+        page = Path(given["report"])
+        record = {k: v for k, v in given.items() if k != "report"} | {"report": page.name}
+        write_json_atomic(page.parent / INDEX_ENTRY_FILE, record)
+        current[str(given["id"])] = given
+    found: dict[str, dict[str, Any]] = {}
+    for page in sorted(root.glob(f"*/{REPORT_FILE}")):
+        folder = page.parent
+        if folder.name in current or not (folder / PROVENANCE_FILE).is_file():
+            continue
+        row: dict[str, Any] = {"id": folder.name}
+        try:
+            recorded = json.loads((folder / INDEX_ENTRY_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            recorded = {}
+        if isinstance(recorded, dict):
+            row |= {k: v for k, v in recorded.items() if k not in ("id", "report")}
+        row["report"] = page
+        found[folder.name] = row
+    merged = found | current
+    return [merged[key] for key in sorted(merged)]
+
+
 def write_index(
     out_dir: str | os.PathLike[str],
     entries: Sequence[Mapping[str, Any]],
@@ -514,10 +559,12 @@ def write_index(
     command: str,
     provenance_record: Mapping[str, Any],
 ) -> Path:
-    """An index page linking each experiment's report."""
+    """An index page linking the report of every experiment in ``out_dir``: ``entries``
+    (this invocation's) and those earlier invocations left there (:func:`index_entries`)."""
     import html
 
     root = Path(out_dir)
+    entries = index_entries(root, entries)
     frame = pd.DataFrame.from_records(
         [{k: v for k, v in e.items() if k != "report"} for e in entries]
     )
@@ -540,6 +587,4 @@ def write_index(
         intro="",
     )
     text = page.read_text(encoding="utf-8").replace("</h1>", f"</h1>\n<p>Reports: {links}</p>", 1)
-    from cellcc.results import write_text_atomic
-
     return write_text_atomic(page, text)
