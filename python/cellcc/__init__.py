@@ -11,6 +11,7 @@ API, a command line (``cellcc``), plots and reports on top. A run is
 
 from cellcc._native import (
     CellccError,
+    ControlError,
     NativeUnavailableError,
     ScenarioError,
     TraceError,
@@ -31,6 +32,7 @@ from cellcc.results import package_version as _package_version
 __all__ = [
     "CellccError",
     "Comparison",
+    "ControlError",
     "NativeUnavailableError",
     "Result",
     "ScenarioError",

@@ -29,6 +29,7 @@ else:
 __all__ = [
     "AVAILABLE",
     "CellccError",
+    "ControlError",
     "NativeUnavailableError",
     "ScenarioError",
     "TraceError",
@@ -37,6 +38,7 @@ __all__ = [
     "scheme_info",
     "schemes",
     "simulate",
+    "stepper",
     "synth_trace",
     "trace_info",
     "trace_timestamps",
@@ -50,6 +52,7 @@ if _core is not None:
     CellccError = _core.CellccError
     ScenarioError = _core.ScenarioError
     TraceError = _core.TraceError
+    ControlError = _core.ControlError
 else:
     # Stand-ins with the same names and hierarchy, so that `except cellcc.CellccError`
     # is valid code whether or not the extension is present.
@@ -62,6 +65,9 @@ else:
 
     class TraceError(CellccError):  # type: ignore[no-redef]
         """A trace file is invalid; the message names the file and line."""
+
+    class ControlError(CellccError):  # type: ignore[no-redef]
+        """Congestion-control code written in Python failed or returned a bad value."""
 
 
 class UsageError(CellccError):
@@ -108,6 +114,16 @@ def simulate(
         return core.simulate(
             text, base_dir=base_dir, source_name=source_name, seed=seed, progress=progress
         )
+    except OSError as exc:
+        raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
+
+
+def stepper(text: str, *, base_dir: str | None, source_name: str, **options: Any) -> Any:
+    """A run that stops at each interval boundary of one flow (``_core.Stepper``)."""
+    core = _require()
+    _check_seed(options.get("seed"), source_name)
+    try:
+        return core.Stepper(text, base_dir=base_dir, source_name=source_name, **options)
     except OSError as exc:
         raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
 

@@ -2,9 +2,14 @@
 //!
 //! This crate only converts: scenario text in, plain Python dicts and lists out, and Rust
 //! errors mapped to the Python exceptions declared in `python/cellcc/_core.pyi`. Runs
-//! release the GIL and poll for Ctrl-C between batches of events.
+//! release the GIL and poll for Ctrl-C between batches of events; runs with congestion
+//! controls written in Python ([`pycc`]) hold it.
+
+mod pycc;
+mod stepper;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use pyo3::create_exception;
@@ -14,21 +19,35 @@ use pyo3::types::{PyBytes, PyDict};
 
 use cellcc_link::synth::{self, SynthConfig};
 use cellcc_link::Trace;
-use cellcc_sim::{Scenario, ScenarioError, Simulation};
+use cellcc_sim::control::{self, External};
+use cellcc_sim::{RunError, Scenario, ScenarioError, SimOutput, Simulation};
 
+// The module path is the one the classes are importable from, so that the exceptions
+// pickle (process pools, Ray) with their message.
 create_exception!(
-    _core,
+    cellcc._core,
     CellccError,
     PyException,
     "Base class of every error raised by the native core."
 );
 create_exception!(
-    _core,
+    cellcc._core,
     ScenarioErrorPy,
     CellccError,
     "A scenario is invalid."
 );
-create_exception!(_core, TraceError, CellccError, "A trace file is invalid.");
+create_exception!(
+    cellcc._core,
+    TraceError,
+    CellccError,
+    "A trace file is invalid."
+);
+create_exception!(
+    cellcc._core,
+    ControlError,
+    CellccError,
+    "Congestion-control code written in Python failed or returned an invalid value."
+);
 
 fn scenario_err(e: ScenarioError) -> PyErr {
     ScenarioErrorPy::new_err(e.to_string())
@@ -48,6 +67,64 @@ fn load(
     Scenario::parse(scenario, source_name, base_dir.map(Path::new))
 }
 
+/// Whether any flow or short-flow source names an external (Python) scheme.
+fn has_external(sc: &Scenario) -> bool {
+    sc.flows.iter().any(|f| control::is_external(&f.scheme))
+        || sc
+            .background
+            .iter()
+            .any(|b| control::is_external(&b.scheme))
+}
+
+/// Resolve and build the external schemes of the scenario's flows before the run, so
+/// that an import error or a bad parameter is a `ScenarioError` naming the flow.
+fn prepare_flows(
+    py: Python<'_>,
+    sc: &Scenario,
+    source_name: &str,
+    slot: &Arc<pycc::ErrorSlot>,
+    skip: Option<u32>,
+) -> PyResult<Vec<Option<(String, External)>>> {
+    let mut ready = Vec::with_capacity(sc.flows.len());
+    for (i, f) in sc.flows.iter().enumerate() {
+        if !control::is_external(&f.scheme) || skip == Some(i as u32) {
+            ready.push(None);
+            continue;
+        }
+        let seed = cellcc_sim::rng::flow_seed(sc.seed, i as u32);
+        let built =
+            pycc::prepare(py, &f.scheme, &f.params, i as u32, seed, slot.clone()).map_err(|e| {
+                ScenarioErrorPy::new_err(format!(
+                    "{source_name}: flows[{i}].{}: {}",
+                    e.key, e.message
+                ))
+            })?;
+        ready.push(Some((f.scheme.clone(), built)));
+    }
+    Ok(ready)
+}
+
+/// The error a run that stopped early raises.
+fn run_error(
+    py: Python<'_>,
+    e: RunError,
+    slot: &pycc::ErrorSlot,
+    interrupted: Option<PyErr>,
+) -> PyErr {
+    match e {
+        RunError::Cancelled => {
+            interrupted.unwrap_or_else(|| PyKeyboardInterrupt::new_err("simulation cancelled"))
+        }
+        RunError::Aborted | RunError::Control(_) => match slot.take() {
+            Some(err) => err,
+            None => {
+                let _ = py;
+                ControlError::new_err(e.to_string())
+            }
+        },
+    }
+}
+
 /// Run one scenario given as TOML text (see `_core.pyi`).
 #[pyfunction]
 #[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>", seed=None, progress=None))]
@@ -65,34 +142,44 @@ fn simulate(
     }
     let started = Instant::now();
     let mut interrupted: Option<PyErr> = None;
-    let result = py.detach(|| {
-        Simulation::new(&sc).run(&mut |fraction| {
-            // Between batches of events: honour Ctrl-C and report progress.
-            let check = Python::attach(|py| {
-                py.check_signals()?;
-                if let Some(cb) = progress.as_ref() {
-                    cb.call1(py, (fraction,))?;
-                }
-                Ok::<(), PyErr>(())
-            });
-            match check {
-                Ok(()) => true,
-                Err(e) => {
-                    interrupted = Some(e);
-                    false
-                }
+    let mut check = |fraction: f64| {
+        // Between batches of events: honour Ctrl-C and report progress.
+        let check = Python::attach(|py| {
+            py.check_signals()?;
+            if let Some(cb) = progress.as_ref() {
+                cb.call1(py, (fraction,))?;
             }
-        })
-    });
-    let out = match result {
-        Ok(out) => out,
-        Err(_) => {
-            return Err(
-                interrupted.unwrap_or_else(|| PyKeyboardInterrupt::new_err("simulation cancelled"))
-            )
+            Ok::<(), PyErr>(())
+        });
+        match check {
+            Ok(()) => true,
+            Err(e) => {
+                interrupted = Some(e);
+                false
+            }
         }
     };
-    let wall_s = started.elapsed().as_secs_f64();
+    let slot = Arc::new(pycc::ErrorSlot::default());
+    let result = if has_external(&sc) {
+        // Python schemes run inside the loop: keep the GIL for the whole run.
+        let ready = prepare_flows(py, &sc, source_name, &slot, None)?;
+        let factory = pycc::PyFactory {
+            slot: slot.clone(),
+            ready,
+            agent: None,
+        };
+        let mut sim = Simulation::with_external(&sc, Box::new(factory));
+        sim.abort_on(slot.flag.clone());
+        sim.run(&mut check)
+    } else {
+        py.detach(|| Simulation::new(&sc).run(&mut check))
+    };
+    let out = result.map_err(|e| run_error(py, e, &slot, interrupted.take()))?;
+    output(py, &sc, out, started.elapsed().as_secs_f64())
+}
+
+/// A finished run as the dict `_core.pyi` documents.
+fn output(py: Python<'_>, sc: &Scenario, out: SimOutput, wall_s: f64) -> PyResult<Py<PyAny>> {
     // Per-ACK records as columns (flow, arrival time, RTT sample or null).
     let acks = out.ack_log.as_ref().map(|log| {
         serde_json::json!({
@@ -150,12 +237,23 @@ fn simulate(
 }
 
 /// Parse and check a scenario (including its traces) without running it.
+///
+/// External (Python) schemes of the flows are imported and instantiated with their
+/// parameters, so that errors show here.
 #[pyfunction]
 #[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>"))]
-fn validate_scenario(scenario: &str, base_dir: Option<&str>, source_name: &str) -> PyResult<()> {
-    load(scenario, base_dir, source_name)
-        .map(|_| ())
-        .map_err(scenario_err)
+fn validate_scenario(
+    py: Python<'_>,
+    scenario: &str,
+    base_dir: Option<&str>,
+    source_name: &str,
+) -> PyResult<()> {
+    let sc = load(scenario, base_dir, source_name).map_err(scenario_err)?;
+    if has_external(&sc) {
+        let slot = Arc::new(pycc::ErrorSlot::default());
+        prepare_flows(py, &sc, source_name, &slot, None)?;
+    }
+    Ok(())
 }
 
 /// Statistics of a Mahimahi trace.
@@ -249,6 +347,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CellccError", py.get_type::<CellccError>())?;
     m.add("ScenarioError", py.get_type::<ScenarioErrorPy>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("ControlError", py.get_type::<ControlError>())?;
+    pycc::register(m)?;
+    m.add_class::<stepper::Stepper>()?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;

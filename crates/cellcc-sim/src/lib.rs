@@ -5,6 +5,7 @@
 //! TCP endpoints of [`tcp`] driving the algorithms of `cellcc-congestion`, and
 //! [`metrics`] reduces what happens to summaries and time series as it happens.
 
+pub mod control;
 pub mod metrics;
 pub mod packet;
 pub mod rng;
@@ -15,4 +16,6 @@ pub mod tcp;
 pub mod traffic;
 
 pub use scenario::{Direction, Scenario, ScenarioError};
-pub use sim::{run, AckRecord, Cancelled, CcInfo, Conservation, SimOutput, Simulation};
+pub use sim::{
+    run, AckRecord, Cancelled, CcInfo, Conservation, RunError, SimOutput, Simulation, Step,
+};

@@ -322,6 +322,7 @@ impl Simulation<'_> {
                     &mut self.bg,
                 ),
                 last_rtt: None,
+                fold: f.control.as_mut().and_then(|c| c.fold.as_mut()),
             };
             s.on_ack(now, &ack, &mut obs);
             let rtt = obs.last_rtt;

@@ -80,7 +80,7 @@ pub struct LinkSummary {
 }
 
 impl Simulation<'_> {
-    pub(super) fn finish(mut self) -> SimOutput {
+    pub fn finish(mut self) -> SimOutput {
         let end = self.end;
         let bin = self.sc.metrics.bin;
         // The scenario's own flows come first in `flows`; background flows follow.

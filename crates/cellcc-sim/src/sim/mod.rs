@@ -27,11 +27,17 @@ mod radio;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use cellcc_link::{Cell, Delay, Harq, Jitter, Link, LinkService, LossModel};
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
+use crate::control::{
+    self, ControlError, Decision, External, ExternalSchemes, FlowControl, IntervalFold,
+    IntervalReport,
+};
 use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
 use crate::packet::{AckStore, DataSegment, DownPacket, Packet, UpPacket, HEADER_BYTES};
 use crate::rng::{self, StageKind, Stream};
@@ -73,6 +79,8 @@ enum Event {
     /// A background short-flow generator's next arrival.
     ShortArrival(u32),
     Sample,
+    /// An interval boundary of a flow under per-interval control ([`crate::control`]).
+    Control(u32),
 }
 
 const _: () = assert!(std::mem::size_of::<Event>() == 8, "keep heap entries small");
@@ -81,6 +89,38 @@ const _: () = assert!(std::mem::size_of::<Event>() == 8, "keep heap entries smal
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("simulation cancelled")]
 pub struct Cancelled;
+
+/// Why a run stopped before its end.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The progress callback returned false.
+    #[error("simulation cancelled")]
+    Cancelled,
+    /// The abort flag given to [`Simulation::abort_on`] was raised (by an external
+    /// congestion control that failed and keeps its own error).
+    #[error("simulation aborted")]
+    Aborted,
+    /// An external scheme could not be built, or a per-interval policy failed or
+    /// decided something that cannot be applied.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+}
+
+impl From<Cancelled> for RunError {
+    fn from(_: Cancelled) -> Self {
+        RunError::Cancelled
+    }
+}
+
+/// Where [`Simulation::step`] stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// A flow without a policy reached an interval boundary: call
+    /// [`Simulation::decide`] (or `step` again to keep its window and rate).
+    Decide(IntervalReport),
+    /// The run reached its end: call [`Simulation::finish`].
+    Done,
+}
 
 /// Where a flow comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +145,8 @@ struct Flow {
     receiver: Option<TcpReceiver>,
     sender_timer: Option<Time>,
     receiver_timer: Option<Time>,
+    /// Per-interval control, for external schemes that asked for it.
+    control: Option<FlowControl>,
 }
 
 /// Records sender events into a flow's metrics.
@@ -112,10 +154,15 @@ struct Observer<'a> {
     flow: &'a mut FlowMetrics,
     all: &'a mut FlowMetrics,
     last_rtt: Option<Dur>,
+    /// The flow's per-interval measurements, under per-interval control.
+    fold: Option<&'a mut IntervalFold>,
 }
 
 impl SenderObserver for Observer<'_> {
     fn rtt_sample(&mut self, _now: Time, rtt: Dur) {
+        if let Some(fold) = self.fold.as_mut() {
+            fold.rtt(rtt);
+        }
         // The aggregate's RTT distribution is merged from the flows' at the end.
         self.flow.rtt.record(rtt);
         self.last_rtt = Some(rtt);
@@ -287,6 +334,14 @@ pub struct Simulation<'s> {
     /// Short-flow generators: arrivals, the next flow, and the `background[]` index.
     short: Vec<(ShortFlowArrivals, Option<ShortFlow>, usize)>,
     short_flows: Vec<ShortFlowRecord>,
+    /// Builds the algorithms of external schemes ([`crate::control`]).
+    external: Option<Box<dyn ExternalSchemes>>,
+    /// Raised by an external congestion control that failed: the run stops.
+    abort: Option<Arc<AtomicBool>>,
+    /// The flow whose decision [`Simulation::step`] returned and nobody gave yet.
+    awaiting: Option<u32>,
+    /// What ended the run from inside an event (an external scheme that failed to build).
+    failure: Option<ControlError>,
 }
 
 /// Return an emptied list to its slot unless the slot holds a larger one.
@@ -368,6 +423,7 @@ impl<'s> Simulation<'s> {
                     receiver: None,
                     sender_timer: None,
                     receiver_timer: None,
+                    control: None,
                 })
                 .collect(),
             metrics: vec![FlowMetrics::default(); sc.flows.len()],
@@ -415,6 +471,10 @@ impl<'s> Simulation<'s> {
             udp: Vec::new(),
             short: Vec::new(),
             short_flows: Vec::new(),
+            external: None,
+            abort: None,
+            awaiting: None,
+            failure: None,
         };
         for (i, f) in sc.flows.iter().enumerate() {
             sim.push(Time::ZERO + f.start, Event::FlowStart(i as u32));
@@ -460,6 +520,7 @@ impl<'s> Simulation<'s> {
             receiver: None,
             sender_timer: None,
             receiver_timer: None,
+            control: None,
         });
         self.metrics.push(FlowMetrics::default());
         let idx = self.udp.len() as u32;
@@ -475,11 +536,43 @@ impl<'s> Simulation<'s> {
         self.queue.push(Reverse((t, self.seq, ev)));
     }
 
+    /// A simulation whose external schemes (`module:Name`, [`crate::control`]) are built
+    /// by `external`.
+    pub fn with_external(sc: &'s Scenario, external: Box<dyn ExternalSchemes>) -> Self {
+        let mut sim = Simulation::new(sc);
+        sim.external = Some(external);
+        sim
+    }
+
+    /// Stop the run as soon as `flag` is raised (checked after every event); the run
+    /// then ends with [`RunError::Aborted`].
+    pub fn abort_on(&mut self, flag: Arc<AtomicBool>) {
+        self.abort = Some(flag);
+    }
+
     /// Run to the end. `progress(fraction)` is called now and then; returning false
-    /// cancels the run.
-    pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<SimOutput, Cancelled> {
+    /// cancels the run. Flows under per-interval control need a policy here.
+    pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<SimOutput, RunError> {
+        match self.step(progress)? {
+            Step::Done => Ok(self.finish()),
+            Step::Decide(r) => Err(ControlError {
+                flow: r.flow,
+                t_s: r.t.as_secs_f64(),
+                message: "per-interval control without a policy needs Simulation::step".into(),
+            }
+            .into()),
+        }
+    }
+
+    /// Run until a flow under per-interval control without a policy reaches a boundary
+    /// (its report is returned), or to the end.
+    pub fn step(&mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<Step, RunError> {
+        if let Some(i) = self.awaiting {
+            self.decide(i, Decision::default())?;
+        }
         while let Some(Reverse((t, _, ev))) = self.queue.pop() {
             if t >= self.end {
+                self.queue.clear();
                 break;
             }
             debug_assert!(t >= self.now, "events never go back in time");
@@ -488,18 +581,96 @@ impl<'s> Simulation<'s> {
             if self.events.is_multiple_of(PROGRESS_EVERY)
                 && !progress(t.as_ns() as f64 / self.end.as_ns() as f64)
             {
-                return Err(Cancelled);
+                return Err(RunError::Cancelled);
+            }
+            if let Event::Control(i) = ev {
+                if let Some(report) = self.boundary(i)? {
+                    return Ok(Step::Decide(report));
+                }
+                continue;
             }
             self.dispatch(t, ev);
+            if let Some(e) = self.failure.take() {
+                return Err(e.into());
+            }
+            if let Some(flag) = &self.abort {
+                if flag.load(Ordering::Relaxed) {
+                    return Err(RunError::Aborted);
+                }
+            }
         }
         self.now = self.end;
         progress(1.0);
-        Ok(self.finish())
+        Ok(Step::Done)
+    }
+
+    /// The decision for the flow whose report [`step`](Self::step) just returned:
+    /// applied now, then the next boundary is scheduled.
+    pub fn decide(&mut self, flow: u32, decision: Decision) -> Result<(), ControlError> {
+        if self.awaiting != Some(flow) {
+            return Err(ControlError {
+                flow,
+                t_s: self.now.as_secs_f64(),
+                message: match self.awaiting {
+                    Some(w) => format!("a decision is awaited for flow {w}, not {flow}"),
+                    None => "no decision is awaited".into(),
+                },
+            });
+        }
+        self.awaiting = None;
+        self.apply_decision(flow, decision)
+    }
+
+    /// Now is a boundary of flow `i`: close its interval; with a policy, decide and go
+    /// on (returns `None`); without one, hand the report out.
+    fn boundary(&mut self, i: u32) -> Result<Option<IntervalReport>, ControlError> {
+        let now = self.now;
+        let f = &mut self.flows[i as usize];
+        let (Some(ctl), Some(s)) = (f.control.as_mut(), f.sender.as_ref()) else {
+            return Ok(None);
+        };
+        let report = ctl.close(i, now, s);
+        let Some(policy) = ctl.policy.as_mut() else {
+            self.awaiting = Some(i);
+            return Ok(Some(report));
+        };
+        let decision = policy.decide(&report).map_err(|message| ControlError {
+            flow: i,
+            t_s: now.as_secs_f64(),
+            message,
+        })?;
+        self.apply_decision(i, decision)?;
+        Ok(None)
+    }
+
+    /// Apply a decision to flow `i` at the current time, let it send, and schedule its
+    /// next boundary.
+    fn apply_decision(&mut self, i: u32, decision: Decision) -> Result<(), ControlError> {
+        let now = self.now;
+        let f = &mut self.flows[i as usize];
+        let (Some(ctl), Some(s)) = (f.control.as_ref(), f.sender.as_mut()) else {
+            return Ok(());
+        };
+        decision.apply(now, s).map_err(|message| ControlError {
+            flow: i,
+            t_s: now.as_secs_f64(),
+            message,
+        })?;
+        let next = ctl.next(now, s);
+        self.push_boundary(next, i);
+        self.pump_sender(i);
+        Ok(())
+    }
+
+    /// Boundaries sort before every other event of their nanosecond (sequence 0), so an
+    /// interval holds the ACKs of `[t_k, t_{k+1})`.
+    fn push_boundary(&mut self, t: Time, i: u32) {
+        self.queue.push(Reverse((t, 0, Event::Control(i))));
     }
 
     fn dispatch(&mut self, t: Time, ev: Event) {
         match ev {
-            Event::FlowStart(i) => self.start_flow(i),
+            Event::FlowStart(i) => self.start_or_fail(i),
             Event::SenderTimer(i) => {
                 let f = &mut self.flows[i as usize];
                 if f.sender_timer != Some(t) {
@@ -517,6 +688,7 @@ impl<'s> Simulation<'s> {
                         flow: &mut self.metrics[i as usize],
                         all,
                         last_rtt: None,
+                        fold: f.control.as_mut().and_then(|c| c.fold.as_mut()),
                     };
                     s.on_timer(t, &mut obs);
                 }
@@ -585,6 +757,7 @@ impl<'s> Simulation<'s> {
             Event::Udp(k) => self.send_udp(k),
             Event::ShortArrival(k) => self.short_arrival(k),
             Event::Sample => self.sample(),
+            Event::Control(_) => unreachable!("boundaries are handled by Simulation::step"),
         }
     }
 
@@ -654,9 +827,10 @@ impl<'s> Simulation<'s> {
             receiver: None,
             sender_timer: None,
             receiver_timer: None,
+            control: None,
         });
         self.metrics.push(FlowMetrics::default());
-        self.start_flow(i);
+        self.start_or_fail(i);
     }
 
     fn schedule_stages(&mut self, id: ChainId, wakeups: &mut Vec<(u16, Time)>) {
@@ -711,7 +885,14 @@ impl<'s> Simulation<'s> {
         }
     }
 
-    fn start_flow(&mut self, i: u32) {
+    /// Start flow `i`; a failure (an external scheme that cannot be built) ends the run.
+    fn start_or_fail(&mut self, i: u32) {
+        if let Err(e) = self.start_flow(i) {
+            self.failure.get_or_insert(e);
+        }
+    }
+
+    fn start_flow(&mut self, i: u32) -> Result<(), ControlError> {
         let (scheme, params) = match self.flows[i as usize].origin {
             Origin::Scenario(k) => (&self.sc.flows[k].scheme, &self.sc.flows[k].params),
             Origin::Short { background, .. } => {
@@ -721,15 +902,51 @@ impl<'s> Simulation<'s> {
             Origin::Udp(_) => unreachable!("UDP sources have no TCP endpoints"),
         };
         let seed = rng::flow_seed(self.sc.seed, i);
-        // Scheme and parameters were validated when the scenario was loaded.
-        let cc = schemes::build(scheme, params, seed)
-            .expect("scheme parameters are validated by Scenario::parse");
+        let mut control = None;
+        let cc = if control::is_external(scheme) {
+            let built = match self.external.as_mut() {
+                Some(factory) => factory.build(i, scheme, params, seed),
+                None => Err(crate::schemes::SchemeError {
+                    key: "scheme".into(),
+                    message: format!(
+                        "{scheme:?} is an external scheme and this run has no factory for them"
+                    ),
+                }),
+            };
+            match built {
+                Ok(External::Cc(cc)) => cc,
+                Ok(External::Interval(ic)) => {
+                    control = Some(FlowControl::new(ic.clock, ic.policy));
+                    ic.base
+                }
+                Err(e) => {
+                    return Err(ControlError {
+                        flow: i,
+                        t_s: self.now.as_secs_f64(),
+                        message: format!("{}: {}", e.key, e.message),
+                    })
+                }
+            }
+        } else {
+            // Scheme and parameters were validated when the scenario was loaded.
+            schemes::build(scheme, params, seed)
+                .expect("scheme parameters are validated by Scenario::parse")
+        };
         // Schemes that compute at the receiver (Sprout) hand it their agent.
         let agent = cc.receiver_agent();
+        let now = self.now;
         let f = &mut self.flows[i as usize];
-        f.sender = Some(TcpSender::new(i, &self.sc.sender, cc, f.app, self.now));
-        f.receiver = Some(TcpReceiver::new(i, &self.sc.receiver, self.now).with_agent(agent));
+        let sender = TcpSender::new(i, &self.sc.sender, cc, f.app, now);
+        if let Some(mut ctl) = control {
+            let first = ctl.start(now, &sender);
+            f.control = Some(ctl);
+            self.push_boundary(first, i);
+        }
+        let f = &mut self.flows[i as usize];
+        f.sender = Some(sender);
+        f.receiver = Some(TcpReceiver::new(i, &self.sc.receiver, now).with_agent(agent));
         self.pump_sender(i);
+        Ok(())
     }
 
     /// Let sender `i` transmit everything it may now, then re-arm its timer.
@@ -746,6 +963,7 @@ impl<'s> Simulation<'s> {
                 flow: &mut self.metrics[i as usize],
                 all: aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg),
                 last_rtt: None,
+                fold: f.control.as_mut().and_then(|c| c.fold.as_mut()),
             };
             let Some(seg) = s.poll_transmit(now, &mut obs) else {
                 break;
@@ -809,9 +1027,9 @@ impl<'s> Simulation<'s> {
     }
 }
 
-/// Run a scenario to completion.
+/// Run a scenario of built-in schemes to completion.
 pub fn run(sc: &Scenario) -> SimOutput {
     Simulation::new(sc)
         .run(&mut |_| true)
-        .expect("a run without a cancelling callback completes")
+        .expect("a run of built-in schemes without a cancelling callback completes")
 }

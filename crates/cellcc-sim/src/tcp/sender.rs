@@ -392,6 +392,22 @@ impl TcpSender {
         self.flush(obs);
     }
 
+    /// Set the window and/or the pacing rate from outside the congestion control (a
+    /// per-interval controller's decision, as `setsockopt(TCP_CWND)` patches or CCP's
+    /// datapath do). The window is capped at `cwnd_clamp`; a pacing rate turns internal
+    /// pacing on. Takes effect for the next transmission.
+    pub fn set_window_and_rate(&mut self, now: Time, cwnd: Option<u32>, pacing_rate: Option<u64>) {
+        self.sock.now = now;
+        if let Some(w) = cwnd {
+            self.sock.cwnd = w.clamp(1, self.sock.cwnd_clamp);
+            self.snd_cwnd_stamp = self.sock.now;
+        }
+        if let Some(r) = pacing_rate {
+            self.sock.pacing_status = cellcc_congestion::PacingStatus::Needed;
+            self.sock.pacing_rate = r.min(self.sock.max_pacing_rate);
+        }
+    }
+
     /// The connection state congestion controls see (cwnd, ssthresh, srtt, pacing rate…).
     pub fn sock(&self) -> &Sock {
         &self.sock
