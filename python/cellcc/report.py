@@ -27,13 +27,21 @@ from cellcc.results import (
     write_text_atomic,
 )
 
-__all__ = ["Plot", "Section", "table_html", "write_comparison", "write_report"]
+__all__ = [
+    "Plot",
+    "Section",
+    "comparison_summary",
+    "table_html",
+    "write_comparison",
+    "write_report",
+]
 
 REPORT_FILE = "index.html"
 
 #: Summary columns shown in report tables, with their headers (docs/metrics.md).
 TABLE_COLUMNS = {
     "scheme": "scheme",
+    "cc_phase": "final CC phase",
     "throughput_mbps": "throughput (Mbit/s)",
     "utilisation": "utilisation",
     "owd_mean_ms": "mean OWD (ms)",
@@ -215,6 +223,23 @@ def write_report(
 # -- comparisons ----------------------------------------------------------------------
 
 
+def comparison_summary(comparison: Comparison) -> pd.DataFrame:
+    """``comparison.summary`` with each flow's final congestion-control phase
+    (``cc_phase``, from the result's ``cc_info``) after the scheme: it tells, for
+    example, that César ran as its BBR fallback because it found no scheduling pattern."""
+    summary = comparison.summary
+    phases = []
+    for result in comparison.results.values():  # the order of the summary's rows
+        info = result.cc_info
+        by_flow: dict[int, str] = {}
+        if info is not None and not info.empty and "phase" in info.columns:
+            by_flow = {int(f): str(p) for f, p in zip(info["flow"], info["phase"], strict=True)}
+        phases += [by_flow.get(int(flow), "") for flow in result.flows["flow"]]
+    if not summary.empty:
+        summary.insert(int(summary.columns.get_loc("scheme")) + 1, "cc_phase", phases)
+    return summary
+
+
 def write_comparison(
     comparison: Comparison,
     out_dir: str | os.PathLike[str],
@@ -237,8 +262,10 @@ def write_comparison(
     command = command or comparison.command(out)
     for scheme, result in comparison.results.items():
         result.save(out / scheme, command=command)
+        if result.cc_info is not None and not result.cc_info.empty:
+            write_csv_atomic(out / scheme / "cc_info.csv", result.cc_info)
 
-    summary = comparison.summary
+    summary = comparison_summary(comparison)
     record = provenance(
         seed=comparison.seed,
         command=command,

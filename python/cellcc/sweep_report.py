@@ -50,6 +50,8 @@ __all__ = [
 
 VIEWS = ("table", "sweep", "frontier", "timeseries", "share", "ecdf", "box", "loss", "ack_gap")
 DEFAULT_METRICS = ("throughput_mbps", "qdelay_mean_ms", "qdelay_p95_ms", "owd_p95_ms")
+#: The final congestion-control phase of each flow (``cc_info``, see runner.execute).
+PHASE_COLUMN = "cc.phase"
 #: Columns that identify one measurement context for normalisation.
 CONTEXT_COLUMNS = ("trace", "direction", "seed")
 _AXIS_LABELS = {"throughput_mbps": "Average throughput (Mbit/s)"}
@@ -157,6 +159,13 @@ def grouped_table(
             table[metric] = grouped[metric].quantile(q).to_numpy()
     counts = values.groupby(list(group), sort=False, dropna=False).size().to_numpy()
     table.insert(len(group), "runs", counts)
+    if PHASE_COLUMN in values.columns and PHASE_COLUMN not in group:
+        # Which final phases the group's runs ended in: César's "bbr" says it found no
+        # scheduling pattern and ran as its BBR fallback.
+        phases = grouped[PHASE_COLUMN].agg(
+            lambda s: ", ".join(sorted({str(p) for p in s.dropna() if str(p)}))
+        )
+        table.insert(len(group) + 1, PHASE_COLUMN, phases.to_numpy())
     return table
 
 
@@ -192,8 +201,9 @@ def with_published(
     merged = merged.sort_values("__order", na_position="last", kind="stable")
     merged = merged.drop(columns="__order").reset_index(drop=True)
     merged["runs"] = merged["runs"].astype("Int64")
-    order = [c for c in table.columns if c not in ("runs",)]
-    columns = [*[c for c in order if c in group], "runs"]
+    fixed = ("runs", PHASE_COLUMN)
+    order = [c for c in table.columns if c not in fixed]
+    columns = [*[c for c in order if c in group], *[c for c in fixed if c in table.columns]]
     for column in order:
         if column in group:
             continue
