@@ -304,6 +304,9 @@ def unknown_scheme(name: str, known: Sequence[str] | None = None) -> str | None:
     base, _ = split_scheme(name)
     if base in known or base == "reno":
         return None
+    if ":" in base:
+        # A Python class by import path (docs/python-cc.md); imported when validated.
+        return None
     hint = difflib.get_close_matches(base, known, n=1)
     return (
         f"unknown scheme {name!r};"

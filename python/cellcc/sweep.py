@@ -454,11 +454,15 @@ def _schemes(
             raise _fail(source, where, "expected a scheme name or a table with a scheme key")
         _no_unknown(entry, SCHEME_KEYS, source, f"{where}.")
         name = entry.get("scheme")
-        if name not in known:
+        # A Python class by import path (docs/python-cc.md) is checked when the runs
+        # are validated, in the process that imports it.
+        external = isinstance(name, str) and ":" in name
+        if name not in known and not external:
             raise _fail(
                 source,
                 f"{where}.scheme",
-                f"unknown scheme {name!r}; expected one of: {', '.join(sorted(known))}",
+                f"unknown scheme {name!r}; expected one of: {', '.join(sorted(known))}"
+                " or a Python class as 'module.path:ClassName'",
             )
         params = entry.get("params", {})
         sets = entry.get("set", {})

@@ -20,7 +20,7 @@ use pyo3::types::{PyBytes, PyDict};
 use cellcc_link::synth::{self, SynthConfig};
 use cellcc_link::Trace;
 use cellcc_sim::control::{self, External};
-use cellcc_sim::{RunError, Scenario, ScenarioError, SimOutput, Simulation};
+use cellcc_sim::{RunError, Scenario, SimOutput, Simulation};
 
 // The module path is the one the classes are importable from, so that the exceptions
 // pickle (process pools, Ray) with their message.
@@ -32,7 +32,7 @@ create_exception!(
 );
 create_exception!(
     cellcc._core,
-    ScenarioErrorPy,
+    ScenarioError,
     CellccError,
     "A scenario is invalid."
 );
@@ -49,8 +49,8 @@ create_exception!(
     "Congestion-control code written in Python failed or returned an invalid value."
 );
 
-fn scenario_err(e: ScenarioError) -> PyErr {
-    ScenarioErrorPy::new_err(e.to_string())
+fn scenario_err(e: cellcc_sim::ScenarioError) -> PyErr {
+    ScenarioError::new_err(e.to_string())
 }
 
 fn to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
@@ -63,7 +63,7 @@ fn load(
     scenario: &str,
     base_dir: Option<&str>,
     source_name: &str,
-) -> Result<Scenario, ScenarioError> {
+) -> Result<Scenario, cellcc_sim::ScenarioError> {
     Scenario::parse(scenario, source_name, base_dir.map(Path::new))
 }
 
@@ -94,7 +94,7 @@ fn prepare_flows(
         let seed = cellcc_sim::rng::flow_seed(sc.seed, i as u32);
         let built =
             pycc::prepare(py, &f.scheme, &f.params, i as u32, seed, slot.clone()).map_err(|e| {
-                ScenarioErrorPy::new_err(format!(
+                ScenarioError::new_err(format!(
                     "{source_name}: flows[{i}].{}: {}",
                     e.key, e.message
                 ))
@@ -345,7 +345,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("CellccError", py.get_type::<CellccError>())?;
-    m.add("ScenarioError", py.get_type::<ScenarioErrorPy>())?;
+    m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("ControlError", py.get_type::<ControlError>())?;
     pycc::register(m)?;

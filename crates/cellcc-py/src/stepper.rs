@@ -12,7 +12,7 @@ use cellcc_sim::{Scenario, Simulation, Step};
 use cellcc_units::Dur;
 
 use crate::pycc::{self, ErrorSlot, PyReport};
-use crate::{load, output, prepare_flows, run_error, scenario_err, CellccError, ScenarioErrorPy};
+use crate::{load, output, prepare_flows, run_error, scenario_err, CellccError, ScenarioError};
 
 /// One episode: `step()` runs to the agent flow's next interval boundary and returns its
 /// report (`None` at the end of the run); `decide(...)` sets the window and/or rate for
@@ -74,9 +74,8 @@ impl Stepper {
         if let Some(s) = seed {
             sc.seed = s;
         }
-        let bad = |key: &str, msg: String| {
-            ScenarioErrorPy::new_err(format!("{source_name}: {key}: {msg}"))
-        };
+        let bad =
+            |key: &str, msg: String| ScenarioError::new_err(format!("{source_name}: {key}: {msg}"));
         let Some(flow) = sc.flows.get(agent_flow as usize) else {
             return Err(bad(
                 "agent_flow",
