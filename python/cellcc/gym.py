@@ -9,11 +9,13 @@ the next one. Other flows of the scenario run their own schemes in the same simu
 
 Action modes (``action=``), covering the published agents:
 
-- ``"cwnd"``: the window itself, packets (``base="held"``);
+- ``"cwnd"``: the window itself: ``a ∈ [-1, 1]`` maps linearly onto
+  ``[1, max_cwnd]`` packets (``base="held"``);
 - ``"cwnd_mult"``: ``cwnd ← cwnd × 2^a``, ``a ∈ [-1, 1]`` (``base="held"``);
 - ``"aurora"``: pacing-rate multiplier of Aurora (Jay et al., ICML 2019, §3):
-  ``rate ← rate × (1 + δa)`` for ``a ≥ 0``, ``rate / (1 − δa)`` otherwise, δ = 0.025
-  (``base="held"``, window ``aurora_cwnd``);
+  ``rate ← rate × (1 + δx)`` for ``x ≥ 0``, ``rate / (1 − δx)`` otherwise, δ = 0.025,
+  with Aurora's action ``x = aurora_action_scale × a`` (default 10, so one step changes
+  the rate by at most 25 %) (``base="held"``, window ``aurora_cwnd``);
 - ``"orca"``: a learned factor on top of a classic scheme (Orca, Abbasloo et al.,
   SIGCOMM 2020, Eq. 1): ``cwnd ← 2^(2a) × cwnd_base``, ``a ∈ [-1, 1]``, with
   ``base="cubic"`` by default; ``base="c2tcp"`` gives DeepCC's setting.
@@ -264,6 +266,7 @@ class CellccEnv(gymnasium.Env):
         initial_cwnd: int = 10,
         initial_rate_mbps: float = 2.0,
         aurora_cwnd: int = 100_000,
+        aurora_action_scale: float = 10.0,
         episode_s: float | None = None,
         base_dir: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -323,6 +326,11 @@ class CellccEnv(gymnasium.Env):
         self.initial_cwnd = int(initial_cwnd)
         self.initial_rate = initial_rate_mbps * 1e6 / 8.0
         self.aurora_cwnd = int(aurora_cwnd)
+        if not (math.isfinite(aurora_action_scale) and aurora_action_scale > 0):
+            raise UsageError(
+                f"CellccEnv: aurora_action_scale={aurora_action_scale!r}; expected > 0"
+            )
+        self.aurora_action_scale = float(aurora_action_scale)
         self.episode_s = episode_s
         self.agent_flow = agent_flow
         self._base_dir = os.fspath(base_dir) if base_dir is not None else None
@@ -335,12 +343,8 @@ class CellccEnv(gymnasium.Env):
             if not listed:
                 raise UsageError("CellccEnv: scenarios= is empty")
             self._sources = [self._prepare(s) for s in listed]
-        if action == "cwnd":
-            self.action_space = spaces.Box(1.0, float(max_cwnd), shape=(1,), dtype=np.float32)
-        elif action == "aurora":
-            self.action_space = spaces.Box(-10.0, 10.0, shape=(1,), dtype=np.float32)
-        else:
-            self.action_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        # Every mode acts in [-1, 1] (what policy-gradient libraries expect).
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
         size = len(self.features) * history
         bound = float(np.finfo(np.float32).max)
         self.observation_space = spaces.Box(-bound, bound, shape=(size,), dtype=np.float32)
@@ -440,7 +444,8 @@ class CellccEnv(gymnasium.Env):
         report = self._report
         mode = self.action_mode
         if mode == "cwnd":
-            self._stepper.decide(cwnd=float(min(max(math.floor(a), 1), self.max_cwnd)))
+            cwnd = 1 + math.floor((a + 1.0) / 2.0 * (self.max_cwnd - 1))
+            self._stepper.decide(cwnd=float(cwnd))
         elif mode == "cwnd_mult":
             self._stepper.decide(
                 cwnd=float(min(max(math.floor(report.cwnd * 2.0**a), 1), self.max_cwnd))
@@ -450,7 +455,7 @@ class CellccEnv(gymnasium.Env):
                 cwnd=float(min(max(math.floor(report.cwnd * 4.0**a), 1), self.max_cwnd))
             )
         else:
-            delta = AURORA_DELTA * a
+            delta = AURORA_DELTA * self.aurora_action_scale * a
             self._rate = self._rate * (1.0 + delta) if delta >= 0 else self._rate / (1.0 - delta)
             self._rate = min(max(self._rate, 1500.0), 1.25e10)
             self._stepper.decide(pacing_rate=self._rate)
