@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.cellcc-deps
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack lint check-cargo check-python clean
+.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python lint check-cargo check-python clean
 
 help:
 	@echo "make demo   build, then generate synthetic traces, compare all schemes, write demo-report/"
@@ -18,6 +18,7 @@ help:
 	@echo "make real   build the real path (BPF congestion controls, loader, emulator) into .venv/bin"
 	@echo "make bench  run the simulator benchmark"
 	@echo "make bench-per-ack  CPU time per ACK of every scheme (PropRate Table 4)"
+	@echo "make bench-python  Python congestion controls and the Gymnasium environment"
 	@echo "make lint   cargo fmt --check, clippy -D warnings, ruff"
 
 check-python:
@@ -89,11 +90,16 @@ bench: check-cargo
 bench-per-ack: check-cargo
 	cargo run --release --locked -p cellcc-sim --bin cellcc-bench -- --per-ack --runs 11
 
+# CPU per ACK of a Python NewReno against the built-in one, per-interval Python control,
+# and the Gymnasium environment's steps and packets per CPU second (docs/gym.md).
+bench-python: build
+	$(PY) tests/bench/python_cc.py --runs 5
+
 lint: $(DEPS_STAMP) check-cargo sysdeps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	$(VENV)/bin/ruff check python tests/python
-	$(VENV)/bin/ruff format --check python tests/python
+	$(VENV)/bin/ruff check python tests/python tests/bench examples
+	$(VENV)/bin/ruff format --check python tests/python tests/bench examples
 
 clean:
 	rm -rf $(VENV) demo-report out python/cellcc/_core*.so .pytest_cache

@@ -269,6 +269,7 @@ class CellccEnv(gymnasium.Env):
         aurora_action_scale: float = 10.0,
         episode_s: float | None = None,
         base_dir: str | os.PathLike[str] | None = None,
+        info_features: bool = False,
     ) -> None:
         super().__init__()
         if (scenario is None) == (scenarios is None):
@@ -332,6 +333,7 @@ class CellccEnv(gymnasium.Env):
             )
         self.aurora_action_scale = float(aurora_action_scale)
         self.episode_s = episode_s
+        self.info_features = info_features
         self.agent_flow = agent_flow
         self._base_dir = os.fspath(base_dir) if base_dir is not None else None
         self._sources: list[tuple[str, str, str]] | None = None
@@ -429,7 +431,7 @@ class CellccEnv(gymnasium.Env):
         if self._report is None:
             raise UsageError(f"{name}: the run ends before the agent flow's first interval")
         values = self._observe(self._report)
-        return self._window.reshape(-1).copy(), {"t_s": self._report.t_s, "features": values}
+        return self._window.reshape(-1).copy(), self._info(values)
 
     def step(self, action: Any):
         if self._stepper is None or self._report is None:
@@ -465,7 +467,7 @@ class CellccEnv(gymnasium.Env):
             self._result_raw = self._stepper.finish()
             self._stepper = None
             obs = self._window.reshape(-1).copy()
-            return obs, 0.0, True, False, {"t_s": None, "features": None}
+            return obs, 0.0, True, False, {}
         self._report = nxt
         values = self._observe(nxt)
         reward = float(self._reward(values))
@@ -473,13 +475,14 @@ class CellccEnv(gymnasium.Env):
             raise UsageError(
                 f"CellccEnv: the reward function returned {reward!r} at t = {nxt.t_s:.6f} s"
             )
-        return (
-            self._window.reshape(-1).copy(),
-            reward,
-            False,
-            False,
-            {"t_s": nxt.t_s, "features": values},
-        )
+        return self._window.reshape(-1).copy(), reward, False, False, self._info(values)
+
+    def _info(self, values: dict[str, float]) -> dict[str, Any]:
+        """``t_s`` (the boundary), and every feature when ``info_features`` is set (off by
+        default: vector environments merge info dicts key by key at every step)."""
+        if self.info_features:
+            return {"t_s": self._report.t_s, "features": values}
+        return {"t_s": self._report.t_s}
 
     def _observe(self, report: Any) -> dict[str, float]:
         values = features_of(report, self._state)
