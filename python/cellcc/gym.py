@@ -63,6 +63,7 @@ _MSS_BITS = 1448 * 8
 #: :func:`features_of` from the core's report and the episode's running state.
 FEATURES: dict[str, tuple[str, str]] = {
     "delivery_rate_mbps": ("Mbit/s", "payload delivered (acked or sacked) per second"),
+    "goodput_mbps": ("Mbit/s", "payload cumulatively acked (in order) per second"),
     "send_rate_mbps": ("Mbit/s", "payload sent per second, retransmissions included"),
     "loss_rate": ("1", "segments marked lost / segments sent in the interval"),
     "rtt_mean_ms": ("ms", "mean RTT sample (previous value when no sample)"),
@@ -114,6 +115,7 @@ def features_of(report: Any, state: dict[str, float]) -> dict[str, float]:
     state["peak_bps"] = peak
     return {
         "delivery_rate_mbps": delivery / 1e6,
+        "goodput_mbps": report.goodput_bps / 1e6,
         "send_rate_mbps": send / 1e6,
         "loss_rate": report.lost_pkts / report.sent_pkts if report.sent_pkts else 0.0,
         "rtt_mean_ms": rtt_mean,
@@ -138,8 +140,9 @@ def features_of(report: Any, state: dict[str, float]) -> dict[str, float]:
 
 def aurora_reward(f: Mapping[str, float]) -> float:
     """Aurora's reward (Jay et al., ICML 2019, §4): ``10 × throughput (packets/s) −
-    1000 × latency (s) − 2000 × loss rate``."""
-    throughput_pps = f["delivery_rate_mbps"] * 1e6 / _MSS_BITS
+    1000 × latency (s) − 2000 × loss rate``, with throughput the goodput (in-order data
+    acked), so that SACKed data stuck behind a hole earns nothing."""
+    throughput_pps = f["goodput_mbps"] * 1e6 / _MSS_BITS
     return 10.0 * throughput_pps - 1000.0 * f["rtt_mean_ms"] / 1000.0 - 2000.0 * f["loss_rate"]
 
 
@@ -150,9 +153,18 @@ def power_reward(f: Mapping[str, float]) -> float:
     return (f["throughput_norm"] - 5.0 * f["loss_rate"]) * f["delay_norm"]
 
 
+def log_power_reward(f: Mapping[str, float]) -> float:
+    """The log-power objective of Remy and Copa (Winstein and Balakrishnan, SIGCOMM 2013,
+    §3.1; Arun and Balakrishnan, NSDI 2018, §2): ``log(goodput) − δ log(delay)`` with
+    δ = 0.5, goodput in Mbit/s and delay the mean RTT in ms (floors of 1 kbit/s and
+    0.1 ms keep it finite). Differences do not depend on the path's capacity."""
+    return math.log(max(f["goodput_mbps"], 1e-3)) - 0.5 * math.log(max(f["rtt_mean_ms"], 0.1))
+
+
 REWARDS: dict[str, Callable[[Mapping[str, float]], float]] = {
     "aurora": aurora_reward,
     "power": power_reward,
+    "log_power": log_power_reward,
 }
 
 

@@ -744,12 +744,14 @@ pub const REPORT_FIELDS: &[&str] = &[
     "interval_s",
     "acks",
     "delivered_pkts",
+    "acked_pkts",
     "lost_pkts",
     "sent_pkts",
     "retrans_pkts",
     "delivered_bytes",
     "sent_bytes",
     "delivery_rate_bps",
+    "goodput_bps",
     "send_rate_bps",
     "rtt_samples",
     "rtt_min_ms",
@@ -797,6 +799,16 @@ impl PyReport {
     #[getter]
     fn delivered_pkts(&self) -> u64 {
         self.r.delivered_pkts
+    }
+    /// Segments newly cumulatively acked (in-order data the application got).
+    #[getter]
+    fn acked_pkts(&self) -> u64 {
+        self.r.acked_pkts
+    }
+    /// Payload bits cumulatively acked per second of the interval (goodput).
+    #[getter]
+    fn goodput_bps(&self) -> f64 {
+        self.rate_bps(self.r.acked_pkts * u64::from(self.r.mss))
     }
     #[getter]
     fn lost_pkts(&self) -> u64 {
@@ -887,19 +899,21 @@ impl PyReport {
 
     /// Every numeric field as floats, in the order of `IntervalReport.FIELDS` (missing
     /// RTT statistics and `min_rtt_ms` are NaN).
-    fn values(&self) -> [f64; 23] {
+    fn values(&self) -> [f64; 25] {
         let r = &self.r;
         [
             r.t.as_secs_f64(),
             r.interval.as_secs_f64(),
             r.acks as f64,
             r.delivered_pkts as f64,
+            r.acked_pkts as f64,
             r.lost_pkts as f64,
             r.sent_pkts as f64,
             r.retrans_pkts as f64,
             r.delivered_bytes as f64,
             r.sent_bytes as f64,
             self.rate_bps(r.delivered_bytes),
+            self.rate_bps(r.acked_pkts * u64::from(r.mss)),
             self.rate_bps(r.sent_bytes),
             r.rtt_samples as f64,
             nan(ms(r.rtt_min)),

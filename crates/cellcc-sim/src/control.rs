@@ -155,6 +155,10 @@ pub struct IntervalReport {
     pub acks: u64,
     /// Segments newly delivered, cumulatively ACKed or SACKed (`tp->delivered`).
     pub delivered_pkts: u64,
+    /// Segments newly cumulatively ACKed (`snd_una` advance): in-order data the
+    /// receiving application got (goodput). Lower than `delivered_pkts` while SACKed
+    /// data waits behind a hole.
+    pub acked_pkts: u64,
     /// Segments marked lost (`tp->lost`).
     pub lost_pkts: u64,
     /// Segments sent, retransmissions included.
@@ -195,6 +199,7 @@ pub(crate) struct IntervalFold {
     start: Time,
     acks: u64,
     delivered: u64,
+    una: u64,
     lost: u64,
     sent: u64,
     retrans: u64,
@@ -215,6 +220,7 @@ impl IntervalFold {
             start: now,
             acks: st.acks_received,
             delivered: sock.delivered,
+            una: sock.snd_una,
             lost: sock.lost,
             sent: st.segments_sent,
             retrans: st.retransmissions,
@@ -250,6 +256,7 @@ impl IntervalFold {
             interval: now.saturating_since(self.start),
             acks: st.acks_received - self.acks,
             delivered_pkts: delivered,
+            acked_pkts: sock.snd_una - self.una,
             lost_pkts: sock.lost - self.lost,
             sent_pkts: st.segments_sent - self.sent,
             retrans_pkts: st.retransmissions - self.retrans,
