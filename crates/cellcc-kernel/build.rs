@@ -78,10 +78,7 @@ fn c_files(dir: &Path) -> Vec<PathBuf> {
         for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
             if path.is_dir() {
                 dirs.push(path);
-            } else if path
-                .extension()
-                .is_some_and(|ext| ext == "c" || ext == "h")
-            {
+            } else if path.extension().is_some_and(|ext| ext == "c" || ext == "h") {
                 files.push(path);
             }
         }
