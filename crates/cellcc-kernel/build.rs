@@ -2,9 +2,10 @@
 //!
 //! Steps: `bpftool btf dump file /sys/kernel/btf/vmlinux format c` writes `vmlinux.h` into
 //! `OUT_DIR` (never into the source tree); `clang -g -O2 -target bpf -D__TARGET_ARCH_x86`
-//! (the architecture being built for) compiles each source with `bpf/`, `OUT_DIR` and
-//! libbpf's headers (from `libbpf-sys`) on the include path, warnings as errors;
-//! `OUT_DIR/objects.rs` lists the objects for `include!`.
+//! (the architecture being built for) compiles each source (with the headers it includes,
+//! `bpf/cellcc.h` and `bpf/ALGO/*.h`) with `bpf/`, `OUT_DIR` and libbpf's headers (from
+//! `libbpf-sys`) on the include path, warnings as errors; `OUT_DIR/objects.rs` lists the
+//! objects for `include!`.
 //!
 //! When clang, bpftool or the kernel BTF is missing, the build still succeeds with a
 //! cargo warning: `objects.rs` then embeds no object and records why, and the binary says
@@ -25,16 +26,17 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets it"));
     let bpf_dir = manifest.join("../../bpf");
+    // Cargo scans a watched directory recursively, so a new or edited file anywhere under
+    // bpf/ (the per-algorithm headers in bpf/cesar/ and bpf/proprate/ included) rebuilds
+    // the objects; every C source and header is also named, file by file.
     println!("cargo:rerun-if-changed={}", bpf_dir.display());
+    for file in c_files(&bpf_dir) {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
     println!("cargo:rerun-if-env-changed=CELLCC_CLANG");
     println!("cargo:rerun-if-env-changed=CELLCC_BPFTOOL");
 
     let sources = bpf_sources(&bpf_dir);
-    for src in &sources {
-        println!("cargo:rerun-if-changed={}", src.display());
-    }
-    let header = bpf_dir.join("cellcc.h");
-    println!("cargo:rerun-if-changed={}", header.display());
 
     let objects = match build_objects(&bpf_dir, &out, &sources) {
         Ok(objects) => Ok(objects),
@@ -63,6 +65,26 @@ fn bpf_sources(bpf_dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     sources.sort();
     sources
+}
+
+/// Every `.c` and `.h` file under `dir`, at any depth, sorted.
+fn c_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "c" || ext == "h") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// Finds `name` (or the path in `env_var`) on `PATH` or in [`EXTRA_TOOL_DIRS`].

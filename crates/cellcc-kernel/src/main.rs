@@ -8,6 +8,8 @@ mod flow;
 mod layout;
 mod loader;
 mod objects;
+#[cfg(test)]
+mod parity;
 mod signals;
 mod system;
 mod tune;
