@@ -9,6 +9,8 @@ API, a command line (``cellcc``), plots and reports on top. A run is
 ['newreno', 'cubic', 'bbr']
 """
 
+from typing import TYPE_CHECKING, Any
+
 from cellcc._native import (
     CellccError,
     ControlError,
@@ -17,17 +19,20 @@ from cellcc._native import (
     TraceError,
     UsageError,
 )
-from cellcc.api import (
-    Comparison,
-    Result,
-    compare,
-    scheme_info,
-    schemes,
-    simulate,
-    trace_info,
-    validate,
-)
 from cellcc.results import package_version as _package_version
+
+#: Names served by :mod:`cellcc.api`, imported on first use: the API pulls in pandas
+#: and pyarrow, which a command such as ``cellcc --version`` does not need.
+_API = (
+    "Comparison",
+    "Result",
+    "compare",
+    "scheme_info",
+    "schemes",
+    "simulate",
+    "trace_info",
+    "validate",
+)
 
 __all__ = [
     "CellccError",
@@ -48,3 +53,30 @@ __all__ = [
 ]
 
 __version__: str = _package_version()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from cellcc import api
+
+        value = getattr(api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cellcc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from cellcc.api import (
+        Comparison,
+        Result,
+        compare,
+        scheme_info,
+        schemes,
+        simulate,
+        trace_info,
+        validate,
+    )

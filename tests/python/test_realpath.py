@@ -77,10 +77,7 @@ def test_validate_rejects_unknown_schemes_before_running(tmp_path: Path) -> None
 def test_validate_command_defaults_are_the_library_defaults() -> None:
     import inspect
 
-    from cellcc import (
-        cli,  # noqa: F401  (imports and registers cli_real)
-        cli_real,
-    )
+    from cellcc.cli import real as cli_real
 
     params = inspect.signature(cli_real.validate).parameters
     assert params["schemes"].default == ",".join(validation.DEFAULT_SCHEMES)
