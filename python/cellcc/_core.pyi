@@ -17,6 +17,122 @@ class ScenarioError(CellccError):
 class TraceError(CellccError):
     """A trace file is invalid; the message names the file and line."""
 
+class ControlError(CellccError):
+    """Congestion-control code written in Python failed or returned an invalid value."""
+
+class Sock:
+    """The connection state a per-ACK Python hook sees (docs/python-cc.md)."""
+
+    mss: int
+    cwnd_clamp: int
+    prior_cwnd: int
+    prior_ssthresh: int
+    packets_out: int
+    sacked_out: int
+    lost_out: int
+    retrans_out: int
+    delivered: int
+    lost: int
+    snd_una: int
+    snd_nxt: int
+    max_packets_out: int
+    app_limited: int
+    max_pacing_rate: int
+    hz: int
+    now_us: int
+    now_ns: int
+    jiffies: int
+    srtt_us: int
+    min_rtt_us: int | None
+    delivered_mstamp_us: int
+    lsndtime_us: int
+    ca_state: str
+    in_flight: int
+    cwnd: int
+    ssthresh: int
+    cwnd_cnt: int
+    pacing_rate: int
+    pacing_needed: bool
+    cwr_request: bool
+    def in_slow_start(self) -> bool: ...
+    def is_cwnd_limited(self) -> bool: ...
+    def current_ssthresh(self) -> int: ...
+    def slow_start(self, acked: int) -> int: ...
+    def cong_avoid_ai(self, w: int, acked: int) -> None: ...
+
+class RateSample:
+    """Linux's per-ACK rate sample, as ``cong_control`` receives it."""
+
+    delivered: int
+    interval_us: int | None
+    rtt_us: int | None
+    losses: int
+    acked_sacked: int
+    prior_in_flight: int
+    is_app_limited: bool
+
+class IntervalReport:
+    """One interval of a flow under per-interval control (docs/python-cc.md)."""
+
+    FIELDS: list[str]
+    flow: int
+    t_s: float
+    interval_s: float
+    acks: int
+    delivered_pkts: int
+    acked_pkts: int
+    lost_pkts: int
+    sent_pkts: int
+    retrans_pkts: int
+    delivered_bytes: int
+    sent_bytes: int
+    delivery_rate_bps: float
+    goodput_bps: float
+    send_rate_bps: float
+    rtt_samples: int
+    rtt_min_ms: float | None
+    rtt_mean_ms: float | None
+    rtt_max_ms: float | None
+    rtt_first_ms: float | None
+    rtt_last_ms: float | None
+    cwnd: int
+    ssthresh: int
+    in_flight: int
+    pacing_rate: int
+    srtt_ms: float
+    min_rtt_ms: float | None
+    ca_state: str
+    mss: int
+    def values(self) -> list[float]:
+        """The numeric fields in the order of ``FIELDS`` (NaN when missing)."""
+
+class Stepper:
+    """A run that stops at each interval boundary of one flow (docs/gym.md)."""
+
+    def __init__(
+        self,
+        scenario: str,
+        *,
+        base_dir: str | None = None,
+        source_name: str = "<scenario>",
+        seed: int | None = None,
+        agent_flow: int = 0,
+        base: str = "held",
+        base_params: str = "",
+        interval_s: float = 0.02,
+        per_rtt: bool = False,
+        initial_cwnd: int = 10,
+        initial_pacing_rate: float | None = None,
+    ) -> None: ...
+    def step(self) -> IntervalReport | None:
+        """Run to the next boundary; its report, or ``None`` at the end of the run."""
+    def decide(self, cwnd: float | None = None, pacing_rate: float | None = None) -> None:
+        """The window (packets) and/or pacing rate (bytes/s) until the next boundary."""
+    def finish(self) -> dict[str, Any]:
+        """The finished run's result (as ``simulate``)."""
+    @property
+    def done(self) -> bool: ...
+
 def simulate(
     scenario: str,
     *,
@@ -28,7 +144,8 @@ def simulate(
     """Run one scenario given as TOML text.
 
     ``base_dir`` resolves relative trace paths; ``source_name`` names the scenario in
-    error messages; ``seed`` overrides the scenario's seed; ``progress`` is called with
+    error messages; ``seed`` overrides the scenario's seed; flows whose scheme is an import
+    path (``module:Class``) run Python code (docs/python-cc.md); ``progress`` is called with
     the fraction of simulated time done (0..1) every 16,384 events and at the end (an
     exception it raises stops the run and propagates). Returns a dict with:
 
