@@ -136,6 +136,30 @@ def _content_addressed(node: Any) -> Any:
     return node
 
 
+def _external_sources(scenario: Mapping[str, Any]) -> dict[str, str]:
+    """``{import path: sha256 of its module's source}`` for the Python schemes the
+    scenario names (docs/python-cc.md), so that editing the class invalidates cached
+    runs. A module without a source file (or that cannot be found) hashes as its name."""
+    import importlib.util
+
+    names = [f.get("scheme") for f in scenario.get("flows", []) if isinstance(f, Mapping)]
+    names += [b.get("scheme") for b in scenario.get("background", []) if isinstance(b, Mapping)]
+    sources = {}
+    for name in names:
+        if not isinstance(name, str) or ":" not in name or name in sources:
+            continue
+        module = name.partition(":")[0]
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        origin = spec.origin if spec is not None else None
+        sources[name] = (
+            f"sha256:{file_sha256(origin)}" if origin and Path(origin).is_file() else module
+        )
+    return sources
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(json_ready(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
@@ -159,6 +183,9 @@ def run_key(
         document["series"] = True
     if ack_gaps:
         document["ack_gaps"] = True
+    external = _external_sources(run.scenario)
+    if external:
+        document["python_schemes"] = external  # keys of built-in runs are unchanged
     return hashlib.sha256(canonical_json(document).encode()).hexdigest()
 
 

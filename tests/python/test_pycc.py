@@ -340,3 +340,34 @@ def test_an_import_path_runs_in_a_sweep_on_ray_with_the_same_results(tmp_path):
     local = sweep_results(tmp_path, executor="local", jobs=2)
     distributed = sweep_results(tmp_path, executor="ray", jobs=2)
     pd.testing.assert_frame_equal(local, distributed)
+
+
+def test_editing_a_python_scheme_invalidates_cached_sweep_runs(tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    module = package / "editable_cc.py"
+    module.write_text("from cellcc.pycc.reference import Aimd as Cc\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(package))
+    sweep_file = tmp_path / "sweep.toml"
+    sweep_file.write_text(SWEEP.replace("cellcc.pycc.reference:NewReno", "editable_cc:Cc"))
+    sweep = load_sweep(sweep_file)
+    first = [runner.run_key(r) for r in sweep.runs]
+    assert first == [runner.run_key(r) for r in sweep.runs]  # stable
+    module.write_text("from cellcc.pycc.reference import Aimd as Cc  # edited\n")
+    second = [runner.run_key(r) for r in sweep.runs]
+    external = [i for i, r in enumerate(sweep.runs) if r.params["scheme"] == "editable_cc:Cc"]
+    assert external and all(first[i] != second[i] for i in external)
+    assert all(first[i] == second[i] for i in range(len(first)) if i not in external)
+
+
+class Interrupted:
+    def ssthresh(self, sock: Any) -> int:
+        return 2
+
+    def cong_avoid(self, sock: Any, acked: int) -> None:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_a_hook_stops_the_run_as_ctrl_c():
+    with pytest.raises(KeyboardInterrupt):
+        run_lossy("test_pycc:Interrupted")

@@ -79,8 +79,15 @@ impl ErrorSlot {
     }
 }
 
-/// `ControlError("<where>: <what>")` with `cause` as `__cause__`.
+/// `ControlError("<where>: <what>")` with `cause` as `__cause__`. A `KeyboardInterrupt`
+/// or `SystemExit` (not an `Exception`) is passed on unchanged: Ctrl-C in a hook that
+/// loops stops the run as Ctrl-C.
 fn control_error(py: Python<'_>, whence: &str, cause: Option<PyErr>) -> PyErr {
+    if let Some(c) = &cause {
+        if !c.is_instance_of::<pyo3::exceptions::PyException>(py) {
+            return cause.expect("checked above");
+        }
+    }
     let what = match &cause {
         Some(e) => {
             let ty = e
