@@ -6,6 +6,8 @@
 //! controls written in Python ([`pycc`]) hold it.
 
 mod pycc;
+mod report;
+mod sock;
 mod stepper;
 
 use std::path::Path;

@@ -11,7 +11,8 @@ use cellcc_sim::control::{self, Decision, HeldConfig, IntervalClock, IntervalCon
 use cellcc_sim::{Scenario, Simulation, Step};
 use cellcc_units::Dur;
 
-use crate::pycc::{self, ErrorSlot, PyReport};
+use crate::pycc::{self, ErrorSlot};
+use crate::report::PyReport;
 use crate::{load, output, prepare_flows, run_error, scenario_err, CellccError, ScenarioError};
 
 /// One episode: `step()` runs to the agent flow's next interval boundary and returns its
@@ -108,7 +109,7 @@ impl Stepper {
         }
         let pacing = match initial_pacing_rate {
             None => None,
-            Some(r) if r.is_finite() && r >= 1.0 && r <= 1e15 => Some(r as u64),
+            Some(r) if (1.0..=1e15).contains(&r) => Some(r as u64),
             Some(r) => {
                 return Err(bad(
                     "initial_pacing_rate",

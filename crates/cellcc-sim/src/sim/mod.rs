@@ -113,6 +113,9 @@ impl From<Cancelled> for RunError {
 }
 
 /// Where [`Simulation::step`] stopped.
+// Returned by value once per boundary and never stored: boxing the report would only
+// add an allocation per step.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     /// A flow without a policy reached an interval boundary: call
