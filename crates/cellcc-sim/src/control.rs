@@ -67,6 +67,21 @@ pub fn check_external_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A built-in scheme is built once with its parameters; an external one (`module:Name`)
+/// is checked for its form only.
+pub(crate) fn check_scheme(
+    scheme: &str,
+    params: &toml::Table,
+) -> Result<(), crate::schemes::SchemeError> {
+    if is_external(scheme) {
+        return check_external_name(scheme).map_err(|message| crate::schemes::SchemeError {
+            key: "scheme".into(),
+            message,
+        });
+    }
+    crate::schemes::build(scheme, params, 0).map(drop)
+}
+
 /// Builds the algorithm behind an external scheme name, once per flow.
 pub trait ExternalSchemes: Send {
     /// The controller of flow `flow` (its index among the run's flows), named `scheme`

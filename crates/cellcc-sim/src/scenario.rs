@@ -386,7 +386,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         // Validate scheme name and parameters now, so errors come before a long run
         // (an external scheme's own parameters are checked by the factory that builds
         // it, before the run starts).
-        check_scheme(&f.scheme, &f.params)
+        crate::control::check_scheme(&f.scheme, &f.params)
             .map_err(|e| ctx.err(format!("{key}.{}", e.key), e.message))?;
         flows.push(FlowConfig {
             scheme: f.scheme,
@@ -438,7 +438,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         }
         let scheme = b.scheme.unwrap_or_else(|| "cubic".into());
         if is_tcp {
-            check_scheme(&scheme, &b.params)
+            crate::control::check_scheme(&scheme, &b.params)
                 .map_err(|e| ctx.err(format!("{key}.{}", e.key), e.message))?;
         }
         background.push(BackgroundConfig {
@@ -786,20 +786,6 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
         r.ts_granularity = g;
     }
     Ok((s, r))
-}
-
-/// A built-in scheme is built once with its parameters; an external one (`module:Name`)
-/// is checked for its form only.
-fn check_scheme(scheme: &str, params: &toml::Table) -> Result<(), schemes::SchemeError> {
-    if crate::control::is_external(scheme) {
-        return crate::control::check_external_name(scheme).map_err(|message| {
-            schemes::SchemeError {
-                key: "scheme".into(),
-                message,
-            }
-        });
-    }
-    schemes::build(scheme, params, 0).map(drop)
 }
 
 #[cfg(test)]

@@ -20,26 +20,25 @@
 //! `(time, sequence)`: ties run in the order they were scheduled, so a run is a pure
 //! function of the scenario and seed.
 
+mod background;
 mod delivery;
 mod finish;
 mod path;
 mod radio;
+mod step;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use cellcc_link::{Cell, Delay, Harq, Jitter, Link, LinkService, LossModel};
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
-use crate::control::{
-    self, ControlError, Decision, External, ExternalSchemes, FlowControl, IntervalFold,
-    IntervalReport,
-};
+use crate::control::{self, ControlError, External, ExternalSchemes, FlowControl, IntervalFold};
 use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
-use crate::packet::{AckStore, DataSegment, DownPacket, Packet, UpPacket, HEADER_BYTES};
+use crate::packet::{AckStore, DataSegment, DownPacket, Packet, UpPacket};
 use crate::rng::{self, StageKind, Stream};
 use crate::scenario::{Direction, LinkConfig, Scenario};
 use crate::schemes;
@@ -49,6 +48,7 @@ use crate::traffic::{BackgroundSource, ShortFlow, ShortFlowArrivals, UdpSource};
 pub use finish::{AckRecord, CcInfo, Conservation, LinkSummary, ShortFlowRecord, SimOutput};
 use path::{BoxedStage, Chain};
 use radio::RadioLink;
+pub use step::{RunError, Step};
 
 /// Events between progress callbacks.
 const PROGRESS_EVERY: u64 = 1 << 14;
@@ -89,41 +89,6 @@ const _: () = assert!(std::mem::size_of::<Event>() == 8, "keep heap entries smal
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("simulation cancelled")]
 pub struct Cancelled;
-
-/// Why a run stopped before its end.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RunError {
-    /// The progress callback returned false.
-    #[error("simulation cancelled")]
-    Cancelled,
-    /// The abort flag given to [`Simulation::abort_on`] was raised (by an external
-    /// congestion control that failed and keeps its own error).
-    #[error("simulation aborted")]
-    Aborted,
-    /// An external scheme could not be built, or a per-interval policy failed or
-    /// decided something that cannot be applied.
-    #[error(transparent)]
-    Control(#[from] ControlError),
-}
-
-impl From<Cancelled> for RunError {
-    fn from(_: Cancelled) -> Self {
-        RunError::Cancelled
-    }
-}
-
-/// Where [`Simulation::step`] stopped.
-// Returned by value once per boundary and never stored: boxing the report would only
-// add an allocation per step.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    /// A flow without a policy reached an interval boundary: call
-    /// [`Simulation::decide`] (or `step` again to keep its window and rate).
-    Decide(IntervalReport),
-    /// The run reached its end: call [`Simulation::finish`].
-    Done,
-}
 
 /// Where a flow comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,11 +320,6 @@ fn give_back<T>(slot: &mut Vec<T>, list: Vec<T>) {
     }
 }
 
-/// A background UDP packet's payload length for a given IP length.
-fn udp_payload(ip_len: u32) -> u32 {
-    ip_len.saturating_sub(HEADER_BYTES).max(1)
-}
-
 impl<'s> Simulation<'s> {
     pub fn new(sc: &'s Scenario) -> Self {
         let end = Time::ZERO + sc.duration;
@@ -509,166 +469,9 @@ impl<'s> Simulation<'s> {
         sim
     }
 
-    /// Register UDP source `background[k]` as a flow and schedule its first packet.
-    fn add_udp(&mut self, k: usize, ue: u32, mut src: UdpSource) {
-        let flow = self.flows.len() as u32;
-        self.flows.push(Flow {
-            scheme: "udp".into(),
-            start: Time::ZERO,
-            ue,
-            dir: Direction::Down,
-            origin: Origin::Udp(k),
-            app: App::Bulk,
-            sender: None,
-            receiver: None,
-            sender_timer: None,
-            receiver_timer: None,
-            control: None,
-        });
-        self.metrics.push(FlowMetrics::default());
-        let idx = self.udp.len() as u32;
-        let first = src.next_send();
-        self.udp.push((src, flow));
-        if let Some(t) = first {
-            self.push(t, Event::Udp(idx));
-        }
-    }
-
     fn push(&mut self, t: Time, ev: Event) {
         self.seq += 1;
         self.queue.push(Reverse((t, self.seq, ev)));
-    }
-
-    /// A simulation whose external schemes (`module:Name`, [`crate::control`]) are built
-    /// by `external`.
-    pub fn with_external(sc: &'s Scenario, external: Box<dyn ExternalSchemes>) -> Self {
-        let mut sim = Simulation::new(sc);
-        sim.external = Some(external);
-        sim
-    }
-
-    /// Stop the run as soon as `flag` is raised (checked after every event); the run
-    /// then ends with [`RunError::Aborted`].
-    pub fn abort_on(&mut self, flag: Arc<AtomicBool>) {
-        self.abort = Some(flag);
-    }
-
-    /// Run to the end. `progress(fraction)` is called now and then; returning false
-    /// cancels the run. Flows under per-interval control need a policy here.
-    pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<SimOutput, RunError> {
-        match self.step(progress)? {
-            Step::Done => Ok(self.finish()),
-            Step::Decide(r) => Err(ControlError {
-                flow: r.flow,
-                t_s: r.t.as_secs_f64(),
-                message: "per-interval control without a policy needs Simulation::step".into(),
-            }
-            .into()),
-        }
-    }
-
-    /// Run until a flow under per-interval control without a policy reaches a boundary
-    /// (its report is returned), or to the end.
-    pub fn step(&mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<Step, RunError> {
-        if let Some(i) = self.awaiting {
-            self.decide(i, Decision::default())?;
-        }
-        while let Some(Reverse((t, _, ev))) = self.queue.pop() {
-            if t >= self.end {
-                self.queue.clear();
-                break;
-            }
-            debug_assert!(t >= self.now, "events never go back in time");
-            self.now = t;
-            self.events += 1;
-            if self.events.is_multiple_of(PROGRESS_EVERY)
-                && !progress(t.as_ns() as f64 / self.end.as_ns() as f64)
-            {
-                return Err(RunError::Cancelled);
-            }
-            if let Event::Control(i) = ev {
-                if let Some(report) = self.boundary(i)? {
-                    return Ok(Step::Decide(report));
-                }
-                continue;
-            }
-            self.dispatch(t, ev);
-            if let Some(e) = self.failure.take() {
-                return Err(e.into());
-            }
-            if let Some(flag) = &self.abort {
-                if flag.load(Ordering::Relaxed) {
-                    return Err(RunError::Aborted);
-                }
-            }
-        }
-        self.now = self.end;
-        progress(1.0);
-        Ok(Step::Done)
-    }
-
-    /// The decision for the flow whose report [`step`](Self::step) just returned:
-    /// applied now, then the next boundary is scheduled.
-    pub fn decide(&mut self, flow: u32, decision: Decision) -> Result<(), ControlError> {
-        if self.awaiting != Some(flow) {
-            return Err(ControlError {
-                flow,
-                t_s: self.now.as_secs_f64(),
-                message: match self.awaiting {
-                    Some(w) => format!("a decision is awaited for flow {w}, not {flow}"),
-                    None => "no decision is awaited".into(),
-                },
-            });
-        }
-        self.awaiting = None;
-        self.apply_decision(flow, decision)
-    }
-
-    /// Now is a boundary of flow `i`: close its interval; with a policy, decide and go
-    /// on (returns `None`); without one, hand the report out.
-    fn boundary(&mut self, i: u32) -> Result<Option<IntervalReport>, ControlError> {
-        let now = self.now;
-        let f = &mut self.flows[i as usize];
-        let (Some(ctl), Some(s)) = (f.control.as_mut(), f.sender.as_ref()) else {
-            return Ok(None);
-        };
-        let report = ctl.close(i, now, s);
-        let Some(policy) = ctl.policy.as_mut() else {
-            self.awaiting = Some(i);
-            return Ok(Some(report));
-        };
-        let decision = policy.decide(&report).map_err(|message| ControlError {
-            flow: i,
-            t_s: now.as_secs_f64(),
-            message,
-        })?;
-        self.apply_decision(i, decision)?;
-        Ok(None)
-    }
-
-    /// Apply a decision to flow `i` at the current time, let it send, and schedule its
-    /// next boundary.
-    fn apply_decision(&mut self, i: u32, decision: Decision) -> Result<(), ControlError> {
-        let now = self.now;
-        let f = &mut self.flows[i as usize];
-        let (Some(ctl), Some(s)) = (f.control.as_ref(), f.sender.as_mut()) else {
-            return Ok(());
-        };
-        decision.apply(now, s).map_err(|message| ControlError {
-            flow: i,
-            t_s: now.as_secs_f64(),
-            message,
-        })?;
-        let next = ctl.next(now, s);
-        self.push_boundary(next, i);
-        self.pump_sender(i);
-        Ok(())
-    }
-
-    /// Boundaries sort before every other event of their nanosecond (sequence 0), so an
-    /// interval holds the ACKs of `[t_k, t_{k+1})`.
-    fn push_boundary(&mut self, t: Time, i: u32) {
-        self.queue.push(Reverse((t, 0, Event::Control(i))));
     }
 
     fn dispatch(&mut self, t: Time, ev: Event) {
@@ -762,78 +565,6 @@ impl<'s> Simulation<'s> {
             Event::Sample => self.sample(),
             Event::Control(_) => unreachable!("boundaries are handled by Simulation::step"),
         }
-    }
-
-    /// Background UDP source `k` sends a packet now, then schedules the next.
-    fn send_udp(&mut self, k: u32) {
-        let (src, flow) = &mut self.udp[k as usize];
-        let flow = *flow;
-        let ip_len = src.packet_bytes();
-        let next = src.next_send();
-        let m = &mut self.metrics[flow as usize];
-        let seg = DataSegment {
-            flow,
-            seq: m.sent_ip_bytes / u64::from(ip_len.max(1)),
-            len: udp_payload(ip_len),
-            tsval: 0,
-            tsecr: 0,
-            sent_at: self.now,
-            retransmit: false,
-        };
-        let len = seg.ip_len();
-        m.sent_ip_bytes += u64::from(len);
-        self.bg.sent_ip_bytes += u64::from(len);
-        self.count.data_sent += 1;
-        if self.down_loss.drops(&mut self.down_rng) {
-            self.count.data_dropped += 1;
-            self.metrics[flow as usize].drops_random += 1;
-            self.bg.drops_random += 1;
-        } else {
-            self.send_down(Packet::Data(seg), len);
-        }
-        if let Some(t) = next {
-            self.push(t, Event::Udp(k));
-        }
-    }
-
-    /// Background generator `k`'s next short TCP flow starts now.
-    fn short_arrival(&mut self, k: u32) {
-        let (arrivals, pending, background) = &mut self.short[k as usize];
-        let background = *background;
-        let Some(flow) = pending.take() else {
-            return;
-        };
-        *pending = arrivals.next_flow();
-        if let Some(next) = pending {
-            let t = next.start;
-            self.push(t, Event::ShortArrival(k));
-        }
-        let cfg = &self.sc.background[background];
-        let i = self.flows.len() as u32;
-        self.short_flows.push(ShortFlowRecord {
-            background: background as u32,
-            start: flow.start,
-            bytes: flow.bytes,
-            completed: None,
-        });
-        self.flows.push(Flow {
-            scheme: cfg.scheme.clone(),
-            start: flow.start,
-            ue: cfg.ue,
-            dir: Direction::Down,
-            origin: Origin::Short {
-                background,
-                record: self.short_flows.len() - 1,
-            },
-            app: App::Bytes(flow.bytes.max(1)),
-            sender: None,
-            receiver: None,
-            sender_timer: None,
-            receiver_timer: None,
-            control: None,
-        });
-        self.metrics.push(FlowMetrics::default());
-        self.start_or_fail(i);
     }
 
     fn schedule_stages(&mut self, id: ChainId, wakeups: &mut Vec<(u16, Time)>) {
