@@ -80,12 +80,11 @@
 //!    ACKs). cwnd floor: 2 packets (reference).
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 use cellcc_units::{Dur, Time, NS_PER_S};
 
 use crate::minmax::Minmax;
-use crate::{CaState, CongestionControl, PacingStatus, RateSample, Sock};
+use crate::{CaState, ConfigError, CongestionControl, PacingStatus, RateSample, Sock};
 
 /// Smallest cwnd, packets (reference `markoviancc.cc`): a window of 2 keeps ACKs flowing.
 pub const CWND_MIN: f64 = 2.0;
@@ -135,27 +134,10 @@ impl Default for CopaConfig {
     }
 }
 
-/// A [`CopaConfig`] value Copa cannot run with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CopaConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for CopaConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "copa.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for CopaConfigError {}
-
 impl CopaConfig {
     /// Check every value; the error names the field and the accepted range.
-    pub fn validate(&self) -> Result<(), CopaConfigError> {
-        let err = |field, reason: String| Err(CopaConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("copa", field, reason));
         if !(self.delta.is_finite() && self.delta > 0.0 && self.delta <= 1.0) {
             return err("delta", format!("{} is outside (0, 1]", self.delta));
         }
@@ -551,9 +533,6 @@ impl CongestionControl for Copa {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         sock.ssthresh
     }
-
-    /// Never called: Copa owns cwnd.
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn cong_control(&mut self, sock: &mut Sock, rs: &RateSample) {
         self.on_ack(sock, rs);

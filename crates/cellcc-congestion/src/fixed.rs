@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use crate::{CongestionControl, PacingStatus, RateSample, Sock};
+use crate::{ConfigError, CongestionControl, PacingStatus, RateSample, Sock};
 
 /// Parameters of [`Fixed`].
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, Deserialize)]
@@ -21,25 +21,20 @@ pub struct FixedConfig {
     pub pacing_mbps: Option<f64>,
 }
 
-/// A [`FixedConfig`] field that cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FixedConfigError {
-    pub field: &'static str,
-    pub reason: String,
-}
-
 impl FixedConfig {
-    pub fn validate(&self) -> Result<(), FixedConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.cwnd == 0 {
-            return Err(FixedConfigError {
-                field: "cwnd",
+            return Err(ConfigError {
+                scheme: "fixed",
+                field: "cwnd".into(),
                 reason: "must be >= 1 packet".into(),
             });
         }
         if let Some(r) = self.pacing_mbps {
             if !(r.is_finite() && r > 0.0) {
-                return Err(FixedConfigError {
-                    field: "pacing_mbps",
+                return Err(ConfigError {
+                    scheme: "fixed",
+                    field: "pacing_mbps".into(),
                     reason: format!("must be a positive rate, got {r}"),
                 });
             }
@@ -81,10 +76,6 @@ impl CongestionControl for Fixed {
 
     fn ssthresh(&mut self, _sock: &Sock) -> u32 {
         self.cfg.cwnd
-    }
-
-    fn cong_avoid(&mut self, sock: &mut Sock, _acked: u32) {
-        self.apply(sock);
     }
 
     fn cong_control(&mut self, sock: &mut Sock, _rs: &RateSample) {

@@ -65,13 +65,12 @@
 //!    duration (≤ 10 % utilisation cost).
 
 use std::collections::VecDeque;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use cellcc_units::{Dur, Time, NS_PER_S};
 
-use crate::{CaState, CongestionControl, PacingStatus, RateSample, Sock};
+use crate::{CaState, ConfigError, CongestionControl, PacingStatus, RateSample, Sock};
 
 /// RFC 6817 §2.4.2: length of one base-delay bucket.
 const BASE_BUCKET: Dur = Dur::from_secs(60);
@@ -140,23 +139,6 @@ impl Default for LedbatConfig {
     }
 }
 
-/// A [`LedbatConfig`] value LEDBAT cannot run with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LedbatConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for LedbatConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ledbat.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for LedbatConfigError {}
-
 impl LedbatConfig {
     /// The LEDBAT++ defaults.
     pub fn plusplus() -> Self {
@@ -179,8 +161,8 @@ impl LedbatConfig {
     }
 
     /// Check every value; the error names the field and the accepted range.
-    pub fn validate(&self) -> Result<(), LedbatConfigError> {
-        let err = |field, reason: String| Err(LedbatConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("ledbat", field, reason));
         if !(self.target_ms.is_finite() && (0.0..=10_000.0).contains(&self.target_ms)) {
             return err(
                 "target_ms",
@@ -543,9 +525,6 @@ impl CongestionControl for Ledbat {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         sock.ssthresh
     }
-
-    /// Never called: LEDBAT owns cwnd.
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn cong_control(&mut self, sock: &mut Sock, rs: &RateSample) {
         self.on_ack(sock, rs);

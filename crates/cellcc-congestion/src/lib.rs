@@ -14,6 +14,7 @@ pub mod bbr;
 pub mod c2tcp;
 pub mod cdg;
 pub mod cesar;
+pub mod config;
 pub mod copa;
 pub mod cubic;
 pub mod feedback;
@@ -25,12 +26,15 @@ pub mod proprate;
 pub mod reno;
 pub mod sock;
 pub mod sprout;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod vegas;
 pub mod verus;
 pub mod vivace;
 pub mod westwood;
 
 pub use cellcc_units::{Bandwidth, Dur, Time};
+pub use config::ConfigError;
 pub use feedback::{ReceiverAgent, ReceiverFeedback};
 pub use sock::{AckSample, CaEvent, CaState, PacingStatus, RateSample, Sock, INFINITE_SSTHRESH};
 
@@ -66,14 +70,25 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     /// `cong_avoid`: per ACK, when the algorithm does not own cwnd, the connection is in
     /// Open or Disorder state and `tcp_may_raise_cwnd` holds. `acked` = packets newly
     /// (S)ACKed by this ACK. Writes `sock.cwnd` (and `sock.cwnd_cnt`).
-    fn cong_avoid(&mut self, sock: &mut Sock, acked: u32);
+    ///
+    /// Default: nothing. Linux requires a congestion control to provide `cong_avoid` or
+    /// `cong_control` (`tcp_validate_congestion_control` in `tcp_cong.c`); here an
+    /// algorithm either owns cwnd ([`owns_cwnd`](Self::owns_cwnd) and
+    /// [`cong_control`](Self::cong_control)) and leaves this hook alone, or overrides it.
+    /// Rust cannot see whether a default method was overridden, and a flag saying so
+    /// could drift from the code, so the rule is checked by behaviour instead:
+    /// `testing::check_cong_avoid_or_cong_control` (feature `testing`) acks one packet
+    /// of a cwnd-limited flow in slow start and requires cwnd to grow, and the scheme
+    /// registry's tests run it on every registered scheme.
+    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     /// `cong_control`: per ACK, for algorithms that own cwnd and pacing
     /// ([`owns_cwnd`](Self::owns_cwnd) returns true); replaces PRR and `cong_avoid`.
     /// Receives Linux's per-ACK delivery-rate sample (`tcp_rate.c`).
     fn cong_control(&mut self, _sock: &mut Sock, _rs: &RateSample) {}
 
-    /// Whether this algorithm implements `cong_control` (BBR, César).
+    /// Whether this algorithm implements `cong_control` (BBR, César); it then needs no
+    /// `cong_avoid`.
     fn owns_cwnd(&self) -> bool {
         false
     }

@@ -120,103 +120,102 @@ impl CongestionControl for NewReno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Time, INFINITE_SSTHRESH};
+    use crate::testing::Driver;
+    use crate::INFINITE_SSTHRESH;
 
     /// A cwnd-limited connection with the given window and threshold.
-    fn sock(cwnd: u32, ssthresh: u32) -> Sock {
-        let mut s = Sock::new(1448, Time::ZERO);
-        s.cwnd = cwnd;
-        s.ssthresh = ssthresh;
-        s.is_cwnd_limited = true;
-        s.max_packets_out = cwnd;
-        s
+    fn flow(cwnd: u32, ssthresh: u32) -> Driver<NewReno> {
+        Driver::started(NewReno::new(), |s| {
+            s.cwnd = cwnd;
+            s.ssthresh = ssthresh;
+            s.is_cwnd_limited = true;
+            s.max_packets_out = cwnd;
+        })
     }
 
     /// Deliver `n` ACKs of one packet each.
-    fn ack_each(cc: &mut NewReno, s: &mut Sock, n: u32) {
+    fn ack_each(d: &mut Driver<NewReno>, n: u32) {
         for _ in 0..n {
-            cc.cong_avoid(s, 1);
+            d.ack(1, None);
         }
     }
 
     #[test]
     fn slow_start_doubles_up_to_ssthresh_then_avoids_congestion() {
-        let mut cc = NewReno::new();
-        let mut s = sock(10, 20);
-        assert_eq!(cc.phase(), "slow_start");
+        let mut d = flow(10, 20);
+        assert_eq!(d.cc.phase(), "slow_start");
         // 10 single-packet ACKs: 10 -> 20 = ssthresh.
-        ack_each(&mut cc, &mut s, 10);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (20, 0));
-        assert_eq!(cc.phase(), "slow_start");
+        ack_each(&mut d, 10);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (20, 0));
+        assert_eq!(d.cc.phase(), "slow_start");
         // From here one packet per 20 acked.
-        ack_each(&mut cc, &mut s, 19);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (20, 19));
-        assert_eq!(cc.phase(), "cong_avoid");
-        ack_each(&mut cc, &mut s, 1);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (21, 0));
+        ack_each(&mut d, 19);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (20, 19));
+        assert_eq!(d.cc.phase(), "cong_avoid");
+        ack_each(&mut d, 1);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (21, 0));
     }
 
     #[test]
     fn ack_crossing_ssthresh_carries_leftover_into_congestion_avoidance() {
-        let mut cc = NewReno::new();
-        let mut s = sock(18, 20);
+        let mut d = flow(18, 20);
         // A stretch ACK of 5: 18 + 2 reaches ssthresh, 3 packets left for CA at w = 20.
-        cc.cong_avoid(&mut s, 5);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (20, 3));
+        d.ack(5, None);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (20, 3));
         // 17 more single ACKs complete the window of 20: +1.
-        ack_each(&mut cc, &mut s, 17);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (21, 0));
+        ack_each(&mut d, 17);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (21, 0));
     }
 
     #[test]
     fn one_packet_per_window_in_congestion_avoidance() {
-        let mut cc = NewReno::new();
-        let mut s = sock(50, 10);
+        let mut d = flow(50, 10);
         // 50 + 51 + 52 acked packets are three full windows: +3.
-        ack_each(&mut cc, &mut s, 50 + 51 + 52);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (53, 0));
+        ack_each(&mut d, 50 + 51 + 52);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (53, 0));
         // A stretch ACK of 120 at w = 53: +2, remainder 14.
-        cc.cong_avoid(&mut s, 120);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (55, 14));
+        d.ack(120, None);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (55, 14));
     }
 
     #[test]
     fn ssthresh_halves_with_floor_of_two() {
-        let mut cc = NewReno::new();
-        assert_eq!(cc.ssthresh(&sock(100, INFINITE_SSTHRESH)), 50);
-        assert_eq!(cc.ssthresh(&sock(101, INFINITE_SSTHRESH)), 50);
-        assert_eq!(cc.ssthresh(&sock(5, INFINITE_SSTHRESH)), 2);
+        let ssthresh = |cwnd| {
+            let mut d = flow(cwnd, INFINITE_SSTHRESH);
+            d.cc.ssthresh(&d.sock)
+        };
+        assert_eq!(ssthresh(100), 50);
+        assert_eq!(ssthresh(101), 50);
+        assert_eq!(ssthresh(5), 2);
         // 3 / 2 = 1 and 1 / 2 = 0 are both raised to the floor.
-        assert_eq!(cc.ssthresh(&sock(3, INFINITE_SSTHRESH)), 2);
-        assert_eq!(cc.ssthresh(&sock(1, INFINITE_SSTHRESH)), 2);
+        assert_eq!(ssthresh(3), 2);
+        assert_eq!(ssthresh(1), 2);
     }
 
     #[test]
     fn undo_restores_the_larger_of_cwnd_and_prior_cwnd() {
-        let mut cc = NewReno::new();
-        let mut s = sock(50, 50);
-        s.prior_cwnd = 100;
-        assert_eq!(cc.undo_cwnd(&s), 100);
-        s.cwnd = 120;
-        assert_eq!(cc.undo_cwnd(&s), 120);
+        let mut d = flow(50, 50);
+        d.sock.prior_cwnd = 100;
+        assert_eq!(d.cc.undo_cwnd(&d.sock), 100);
+        d.sock.cwnd = 120;
+        assert_eq!(d.cc.undo_cwnd(&d.sock), 120);
     }
 
     #[test]
     fn no_growth_when_not_cwnd_limited() {
-        let mut cc = NewReno::new();
         // Congestion avoidance, application-limited.
-        let mut s = sock(30, 10);
-        s.is_cwnd_limited = false;
-        ack_each(&mut cc, &mut s, 100);
-        assert_eq!((s.cwnd, s.cwnd_cnt), (30, 0));
+        let mut d = flow(30, 10);
+        d.sock.is_cwnd_limited = false;
+        ack_each(&mut d, 100);
+        assert_eq!((d.sock.cwnd, d.sock.cwnd_cnt), (30, 0));
         // Slow start grows only while cwnd < 2 * max_packets_out: 30 < 2 * 15 is false.
-        let mut s = sock(30, INFINITE_SSTHRESH);
-        s.max_packets_out = 15;
-        ack_each(&mut cc, &mut s, 10);
-        assert_eq!(s.cwnd, 30);
-        s.max_packets_out = 16;
-        ack_each(&mut cc, &mut s, 1);
-        assert_eq!(s.cwnd, 31);
+        let mut d = flow(30, INFINITE_SSTHRESH);
+        d.sock.max_packets_out = 15;
+        ack_each(&mut d, 10);
+        assert_eq!(d.sock.cwnd, 30);
+        d.sock.max_packets_out = 16;
+        ack_each(&mut d, 1);
+        assert_eq!(d.sock.cwnd, 31);
     }
 
     fn parse(pairs: &[(&str, u32)]) -> Result<NewRenoConfig, serde::de::value::Error> {

@@ -355,7 +355,7 @@ macro_rules! validated {
             fn check(&self) -> Result<(), SchemeError> {
                 self.validate().map_err(|e| SchemeError {
                     key: format!("params.{}", e.field),
-                    message: e.reason.to_string(),
+                    message: e.reason,
                 })
             }
         }
@@ -550,6 +550,23 @@ mod tests {
                 }
             }
             build(s.name, &explicit, 7).unwrap_or_else(|e| panic!("{}: {e:?}", s.name));
+        }
+    }
+
+    /// Linux's `tcp_validate_congestion_control` rule, which Rust cannot check at
+    /// compile time (a default `cong_avoid` exists): every scheme either owns cwnd or
+    /// raises it through `cong_avoid`.
+    #[test]
+    fn every_scheme_provides_cong_avoid_or_cong_control() {
+        for s in SCHEMES {
+            let params = if s.name == "fixed" {
+                table("cwnd = 10")
+            } else {
+                toml::Table::new()
+            };
+            let cc = build(s.name, &params, 7).unwrap();
+            cellcc_congestion::testing::check_cong_avoid_or_cong_control(cc)
+                .unwrap_or_else(|e| panic!("{e}"));
         }
     }
 

@@ -5,9 +5,9 @@
 //! [`BbrConfig`] reproduces Linux 6.x BBR v1 and its numbers can be compared with the
 //! kernel and the eBPF port one for one.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
+
+use crate::ConfigError;
 
 use super::{ack_aggregation, drain, lt_bw, pacing, probe_bw, probe_rtt, startup, BBR_UNIT};
 
@@ -107,23 +107,6 @@ impl Default for BbrConfig {
     }
 }
 
-/// A [`BbrConfig`] value that the kernel could not represent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BbrConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for BbrConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bbr.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for BbrConfigError {}
-
 /// Largest gain the kernel's 10-bit `pacing_gain`/`cwnd_gain` fields hold (≈ 4.0).
 const MAX_GAIN: u32 = (1 << 10) - 1;
 /// Largest round count the kernel's 7-bit `lt_rtt_cnt` field holds.
@@ -137,8 +120,8 @@ impl BbrConfig {
     /// Check that every value fits the kernel's state (bitfield widths) and is
     /// meaningful, so that the same configuration runs unchanged in the eBPF port.
     /// The controller itself never panics on any value; this is for the scenario loader.
-    pub fn validate(&self) -> Result<(), BbrConfigError> {
-        let err = |field, reason: String| Err(BbrConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("bbr", field, reason));
         for (field, gain) in [
             ("high_gain", self.high_gain),
             ("drain_gain", self.drain_gain),

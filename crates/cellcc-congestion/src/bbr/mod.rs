@@ -83,7 +83,7 @@ mod startup;
 #[cfg(test)]
 mod tests;
 
-pub use config::{BbrConfig, BbrConfigError};
+pub use config::BbrConfig;
 
 use crate::minmax::Minmax;
 use crate::{CaEvent, CaState, CongestionControl, Dur, RateSample, Sock};
@@ -443,9 +443,6 @@ impl CongestionControl for Bbr {
         self.save_cwnd(sock.cwnd);
         sock.ssthresh
     }
-
-    /// Never called: BBR owns cwnd through `cong_control`.
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn cong_control(&mut self, sock: &mut Sock, rs: &RateSample) {
         self.on_ack(sock, rs);

@@ -6,12 +6,10 @@
 //! are given in milliseconds (as the kernel's sysctls and the papers give them) and turned
 //! into [`Dur`] once, when the controller is built.
 
-use std::fmt;
-
 use serde::Deserialize;
 
 use crate::cubic::CubicConfig;
-use crate::Dur;
+use crate::{ConfigError, Dur};
 
 /// Smallest α (Setpoint = α·MINRTT); C2TCP JSAC Algorithm 3 line 3 (`min_α = 1`).
 pub const MIN_ALPHA: f64 = 1.0;
@@ -122,51 +120,33 @@ impl Default for C2tcpIfipConfig {
     }
 }
 
-/// A C2TCP parameter is out of range. `field` is spelled as in scenario files
-/// (`target_schedule[1]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct C2tcpConfigError {
-    /// The offending field.
-    pub field: String,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for C2tcpConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for C2tcpConfigError {}
-
-fn error(field: impl Into<String>, reason: impl Into<String>) -> C2tcpConfigError {
-    C2tcpConfigError {
-        field: field.into(),
-        reason: reason.into(),
-    }
-}
+/// Scheme names of the two versions, for errors.
+const SCHEME: &str = "c2tcp";
+const IFIP_SCHEME: &str = "c2tcp-ifip";
 
 /// `v` is a finite number of ms in `lo..=MAX_MS` (`lo` excluded when `open`); with
 /// Linux fidelity it must also be whole, as the kernel's sysctls and the Tuner's
 /// arithmetic are in integer ms.
 fn check_ms(
+    scheme: &'static str,
     field: &str,
     v: f64,
     lo: f64,
     open: bool,
     fidelity: Fidelity,
-) -> Result<(), C2tcpConfigError> {
+) -> Result<(), ConfigError> {
     let below = if open { v <= lo } else { v < lo };
     if !v.is_finite() || below || v > MAX_MS {
         let lo_s = if open { "> " } else { ">= " };
-        return Err(error(
+        return Err(ConfigError::new(
+            scheme,
             field,
             format!("{v} ms is out of range (must be {lo_s}{lo} and <= {MAX_MS})"),
         ));
     }
     if fidelity == Fidelity::Linux && !is_whole(v) {
-        return Err(error(
+        return Err(ConfigError::new(
+            scheme,
             field,
             format!("{v} ms: fidelity = \"linux\" takes whole milliseconds, as the kernel does"),
         ));
@@ -180,9 +160,14 @@ fn is_whole(v: f64) -> bool {
     (v - v.round()).abs() < 1e-9
 }
 
-fn check_base(base: Base, cubic: &Option<CubicConfig>) -> Result<(), C2tcpConfigError> {
+fn check_base(
+    scheme: &'static str,
+    base: Base,
+    cubic: &Option<CubicConfig>,
+) -> Result<(), ConfigError> {
     if base != Base::Cubic && cubic.is_some() {
-        return Err(error(
+        return Err(ConfigError::new(
+            scheme,
             "cubic",
             "CUBIC parameters are only used with base = \"cubic\"",
         ));
@@ -192,28 +177,38 @@ fn check_base(base: Base, cubic: &Option<CubicConfig>) -> Result<(), C2tcpConfig
 
 impl C2tcpConfig {
     /// Check every value; the error names the first offending field.
-    pub fn validate(&self) -> Result<(), C2tcpConfigError> {
-        check_ms("target_ms", self.target_ms, 0.0, false, self.fidelity)?;
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_ms(
+            SCHEME,
+            "target_ms",
+            self.target_ms,
+            0.0,
+            false,
+            self.fidelity,
+        )?;
         let mut last_t = None;
         for (i, &[t_s, target_ms]) in self.target_schedule.iter().enumerate() {
             let field = format!("target_schedule[{i}]");
             if !t_s.is_finite() || !(0.0..=MAX_SCHEDULE_S).contains(&t_s) {
-                return Err(error(
+                return Err(ConfigError::new(
+                    SCHEME,
                     field,
                     format!("time {t_s} s is out of range 0..={MAX_SCHEDULE_S}"),
                 ));
             }
             if last_t.is_some_and(|last| t_s <= last) {
-                return Err(error(
+                return Err(ConfigError::new(
+                    SCHEME,
                     field,
                     format!("time {t_s} s is not after the previous entry's; times must increase"),
                 ));
             }
             last_t = Some(t_s);
-            check_ms(&field, target_ms, 0.0, false, self.fidelity)?;
+            check_ms(SCHEME, &field, target_ms, 0.0, false, self.fidelity)?;
         }
         if !self.alpha.is_finite() || !(MIN_ALPHA..=MAX_ALPHA).contains(&self.alpha) {
-            return Err(error(
+            return Err(ConfigError::new(
+                SCHEME,
                 "alpha",
                 format!(
                     "{} is out of range {MIN_ALPHA}..={MAX_ALPHA} (Setpoint = alpha × min RTT)",
@@ -222,7 +217,8 @@ impl C2tcpConfig {
             ));
         }
         if self.fidelity == Fidelity::Linux && !is_whole(self.alpha * 100.0) {
-            return Err(error(
+            return Err(ConfigError::new(
+                SCHEME,
                 "alpha",
                 format!(
                     "{}: fidelity = \"linux\" takes alpha in steps of 0.01 (the kernel's ×100 integer)",
@@ -231,13 +227,14 @@ impl C2tcpConfig {
             ));
         }
         check_ms(
+            SCHEME,
             "tuning_cycle_ms",
             self.tuning_cycle_ms,
             0.0,
             true,
             Fidelity::Paper,
         )?;
-        check_base(self.base, &self.cubic)
+        check_base(SCHEME, self.base, &self.cubic)
     }
 
     /// α in thousandths (the controller's fixed point).
@@ -249,10 +246,24 @@ impl C2tcpConfig {
 
 impl C2tcpIfipConfig {
     /// Check every value; the error names the first offending field.
-    pub fn validate(&self) -> Result<(), C2tcpConfigError> {
-        check_ms("target_ms", self.target_ms, 0.0, true, self.fidelity)?;
-        check_ms("interval_ms", self.interval_ms, 0.0, true, self.fidelity)?;
-        check_base(self.base, &self.cubic)
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_ms(
+            IFIP_SCHEME,
+            "target_ms",
+            self.target_ms,
+            0.0,
+            true,
+            self.fidelity,
+        )?;
+        check_ms(
+            IFIP_SCHEME,
+            "interval_ms",
+            self.interval_ms,
+            0.0,
+            true,
+            self.fidelity,
+        )?;
+        check_base(IFIP_SCHEME, self.base, &self.cubic)
     }
 }
 

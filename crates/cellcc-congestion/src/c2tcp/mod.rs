@@ -92,9 +92,7 @@ mod epoch;
 mod tests;
 pub mod tuner;
 
-pub use config::{
-    Base, C2tcpConfig, C2tcpConfigError, C2tcpIfipConfig, Fidelity, MAX_ALPHA, MIN_ALPHA,
-};
+pub use config::{Base, C2tcpConfig, C2tcpIfipConfig, Fidelity, MAX_ALPHA, MIN_ALPHA};
 pub use detector::{Action, Condition};
 
 use crate::cubic::Cubic;

@@ -5,6 +5,7 @@ use super::detector::{inv_sqrt_scale, newton_step};
 use super::epoch::CubicEpoch;
 use super::tuner::{linux_update, paper_update};
 use super::*;
+use crate::testing::Driver;
 use crate::Time;
 
 fn ms(v: u64) -> Dur {
@@ -32,39 +33,23 @@ fn ifip(edit: impl FnOnce(&mut C2tcpIfipConfig)) -> C2tcp {
 }
 
 /// One sender. Unless a story says otherwise the flow is not cwnd-limited, so the base
-/// algorithm never grows cwnd and every change of cwnd is C2TCP's.
-struct Flow {
-    cc: C2tcp,
-    sock: Sock,
+/// algorithm never grows cwnd and every change of cwnd is C2TCP's. The stories set
+/// `ca_state` by hand and expect `cong_avoid` on every ACK, as the kernel module sees
+/// it; the driver's PRR stand-in is off.
+fn flow(cc: C2tcp, cwnd: u32, ssthresh: u32) -> Driver<C2tcp> {
+    let mut f = Driver::new(cc);
+    f.init();
+    f.sock.cwnd = cwnd;
+    f.sock.ssthresh = ssthresh;
+    f.sock.is_cwnd_limited = false;
+    f.sock.max_packets_out = 0;
+    f.cong_avoid_in_reduction = true;
+    f
 }
 
-impl Flow {
-    fn new(mut cc: C2tcp, cwnd: u32, ssthresh: u32) -> Self {
-        let mut sock = Sock::new(1448, Time::ZERO);
-        cc.init(&mut sock);
-        sock.cwnd = cwnd;
-        sock.ssthresh = ssthresh;
-        sock.is_cwnd_limited = false;
-        sock.max_packets_out = 0;
-        Flow { cc, sock }
-    }
-
-    /// At `at` (since time zero), an ACK for `pkts` packets with RTT sample `rtt`:
-    /// `pkts_acked`, then `cong_avoid`, in the stack's order.
-    fn ack_pkts(&mut self, at: Dur, rtt: Option<Dur>, pkts: u32) {
-        self.sock.now = Time::ZERO + at;
-        let sample = AckSample {
-            pkts_acked: pkts,
-            rtt,
-            in_flight: self.sock.cwnd,
-        };
-        self.cc.pkts_acked(&mut self.sock, &sample);
-        self.cc.cong_avoid(&mut self.sock, pkts);
-    }
-
-    fn ack(&mut self, at: Dur, rtt: Dur) {
-        self.ack_pkts(at, Some(rtt), 1);
-    }
+/// The story's time `since_zero`.
+fn t(since_zero: Dur) -> Time {
+    Time::ZERO + since_zero
 }
 
 // ---------------------------------------------------------------------------------
@@ -190,48 +175,48 @@ fn codel_newton_steps_approximate_inv_sqrt() {
 
 #[test]
 fn jsac_good_normal_bad_and_interval_over_sqrt_n() {
-    let mut f = Flow::new(jsac(|_| {}), 100, 50);
+    let mut f = flow(jsac(|_| {}), 100, 50);
     assert_eq!(f.cc.phase(), "good");
     // First sample defines MINRTT = 20 ms; Setpoint = 2 × 20 = 40 ms; 20 < 40: good.
-    f.ack(ms(1), ms(20));
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
     assert_eq!(f.cc.min_rtt(), Some(ms(20)));
     assert_eq!(f.cc.setpoint(), Some(ms(40)));
     assert_eq!(f.cc.phase(), "good");
     // 45 ms ≥ Setpoint: Normal; next_time = 10 + Interval (40) = 50 ms.
-    f.ack(ms(10), ms(45));
+    f.at(t(ms(10))).ack(1, Some(ms(45)));
     assert_eq!(f.cc.phase(), "normal");
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + ms(50));
     // At 50 ms exactly, now > next_time is false.
-    f.ack(ms(50), ms(45));
+    f.at(t(ms(50))).ack(1, Some(ms(45)));
     assert_eq!((f.cc.phase(), f.sock.cwnd), ("normal", 100));
     // Just after: Bad. ssthresh from CUBIC: ⌊100·717/1024⌋ = 70; cwnd = 1; TCP state
     // unchanged.
     let t1 = ms(50) + Dur::from_ns(1);
-    f.ack(t1, ms(45));
+    f.at(t(t1)).ack(1, Some(ms(45)));
     assert_eq!(f.cc.phase(), "bad");
     assert_eq!((f.sock.cwnd, f.sock.ssthresh), (1, 70));
     assert_eq!(f.sock.ca_state, CaState::Open);
     assert_eq!(f.cc.detector.backoffs_plus_one(), 2);
     // Second back-off an Interval/√1 later: cwnd (5 by now) back to 1, ssthresh
     // max(⌊5·717/1024⌋, 2) = 3.
-    f.ack(ms(70), ms(45));
+    f.at(t(ms(70))).ack(1, Some(ms(45)));
     assert_eq!(f.sock.cwnd, 1);
     f.sock.cwnd = 5;
     let t2 = t1 + ms(40);
-    f.ack(t2, ms(45));
+    f.at(t(t2)).ack(1, Some(ms(45)));
     assert_eq!(f.sock.cwnd, 5, "not before Interval/√1");
-    f.ack(t2 + Dur::from_ns(1), ms(45));
+    f.at(t(t2 + Dur::from_ns(1))).ack(1, Some(ms(45)));
     assert_eq!((f.sock.cwnd, f.sock.ssthresh), (1, 3));
     // Then Interval/√2 = 28.284271 ms, then Interval/√3 = 23.094010 ms.
     let t3 = t2 + Dur::from_ns(1) + Dur::from_ns(28_284_271);
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + t3);
-    f.ack(t3 + Dur::from_ns(1), ms(45));
+    f.at(t(t3 + Dur::from_ns(1))).ack(1, Some(ms(45)));
     let t4 = t3 + Dur::from_ns(1) + Dur::from_ns(23_094_010);
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + t4);
     assert_eq!(f.cc.detector.backoffs_plus_one(), 4);
     // A good sample ends the episode: N = 1, and the next episode waits a full
     // Interval again.
-    f.ack(ms(200), ms(30));
+    f.at(t(ms(200))).ack(1, Some(ms(30)));
     assert_eq!(f.cc.phase(), "good");
     assert_eq!(f.cc.detector.backoffs_plus_one(), 1);
     // Three back-offs in all (just after t1, t2 and t3).
@@ -239,7 +224,7 @@ fn jsac_good_normal_bad_and_interval_over_sqrt_n() {
     assert_eq!(info[0], ("backoffs", 3.0));
     assert_eq!(info[1], ("alpha", 2.0));
     assert_eq!(info[2], ("min_rtt_ms", 20.0));
-    f.ack(ms(210), ms(45));
+    f.at(t(ms(210))).ack(1, Some(ms(45)));
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + ms(250));
 }
 
@@ -248,17 +233,17 @@ fn jsac_good_samples_grow_cwnd_by_setpoint_over_rtt() {
     // MINRTT 20 ms (first sample: +2/100 of a packet), Setpoint 40 ms; then rtt 25 ms:
     // 1.6/100 per packet. Credit 0.02 + 0.016k reaches 1 at k = 62 (Q16: 131072 +
     // 104857·62 = 6632206 ≥ 6553600; k = 61 gives 6527349).
-    let mut f = Flow::new(jsac(|_| {}), 100, 50);
-    f.ack(ms(1), ms(20));
+    let mut f = flow(jsac(|_| {}), 100, 50);
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
     for k in 1..=61 {
-        f.ack(ms(1 + k), ms(25));
+        f.at(t(ms(1 + k))).ack(1, Some(ms(25)));
     }
     assert_eq!(f.sock.cwnd, 100);
-    f.ack(ms(63), ms(25));
+    f.at(t(ms(63))).ack(1, Some(ms(25)));
     assert_eq!(f.sock.cwnd, 101);
     // Normal samples add nothing.
     for k in 0..200 {
-        f.ack(ms(64) + us(k), ms(40));
+        f.at(t(ms(64) + us(k))).ack(1, Some(ms(40)));
     }
     assert_eq!(f.sock.cwnd, 101);
     assert_eq!(f.cc.phase(), "normal");
@@ -267,34 +252,34 @@ fn jsac_good_samples_grow_cwnd_by_setpoint_over_rtt() {
 #[test]
 fn jsac_alpha_one_is_never_good() {
     // Setpoint = MINRTT and rtt ≥ MINRTT always, so rtt < Setpoint never holds.
-    let mut f = Flow::new(jsac(|c| c.alpha = 1.0), 50, 10);
-    f.ack(ms(1), ms(20));
+    let mut f = flow(jsac(|c| c.alpha = 1.0), 50, 10);
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
     assert_eq!(f.cc.phase(), "normal");
-    f.ack(ms(21), ms(20));
+    f.at(t(ms(21))).ack(1, Some(ms(20)));
     assert_eq!(f.cc.phase(), "normal", "an Interval (20 ms) has not passed");
-    f.ack(ms(22), ms(20));
+    f.at(t(ms(22))).ack(1, Some(ms(20)));
     assert_eq!((f.cc.phase(), f.sock.cwnd), ("bad", 1));
 }
 
 #[test]
 fn paper_fidelity_does_not_act_during_loss_recovery() {
-    let mut f = Flow::new(jsac(|_| {}), 100, 50);
-    f.ack(ms(1), ms(20));
+    let mut f = flow(jsac(|_| {}), 100, 50);
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
     // Recovery: an imaginary loss would be part of the episode being handled.
     f.sock.ca_state = CaState::Recovery;
     for k in 0..100 {
-        f.ack(ms(2 + k), ms(45));
+        f.at(t(ms(2 + k))).ack(1, Some(ms(45)));
     }
     assert_eq!(
         (f.cc.phase(), f.sock.cwnd, f.sock.ssthresh),
         ("good", 100, 50)
     );
     // Samples still feed MINRTT.
-    f.ack(ms(110), ms(15));
+    f.at(t(ms(110))).ack(1, Some(ms(15)));
     assert_eq!(f.cc.min_rtt(), Some(ms(15)));
     // Back in Open the episode starts from the first high sample.
     f.sock.ca_state = CaState::Open;
-    f.ack(ms(120), ms(45));
+    f.at(t(ms(120))).ack(1, Some(ms(45)));
     assert_eq!(f.cc.phase(), "normal");
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + ms(120 + 30));
 }
@@ -305,14 +290,14 @@ fn linux_fidelity_acts_during_recovery_with_the_prr_guard() {
         c.fidelity = Fidelity::Linux;
         c.base = Base::Newreno;
     });
-    let mut f = Flow::new(cc, 100, 50);
-    f.ack(ms(1), ms(20));
-    f.ack(ms(10), ms(45));
+    let mut f = flow(cc, 100, 50);
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
+    f.at(t(ms(10))).ack(1, Some(ms(45)));
     // Recovery entered just after a reset: PRR's prior_cwnd is 1; PRR holds cwnd at 30.
     f.sock.ca_state = CaState::Recovery;
     f.sock.prior_cwnd = 1;
     f.sock.cwnd = 30;
-    f.ack(ms(51), ms(45));
+    f.at(t(ms(51))).ack(1, Some(ms(45)));
     // prior_ssthresh = tcp_current_ssthresh() = ssthresh in Recovery; NewReno: 30/2.
     assert_eq!((f.sock.prior_ssthresh, f.sock.ssthresh), (50, 15));
     assert_eq!(f.sock.cwnd, 1);
@@ -322,62 +307,62 @@ fn linux_fidelity_acts_during_recovery_with_the_prr_guard() {
 
 #[test]
 fn acks_without_rtt_samples_are_ignored() {
-    let mut f = Flow::new(jsac(|_| {}), 100, 50);
-    f.ack(ms(1), ms(20));
-    f.ack(ms(10), ms(45));
+    let mut f = flow(jsac(|_| {}), 100, 50);
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
+    f.at(t(ms(10))).ack(1, Some(ms(45)));
     // Long past next_time, but no sample: nothing happens.
-    f.ack_pkts(ms(500), None, 1);
+    f.at(t(ms(500))).ack(1, None);
     assert_eq!((f.cc.phase(), f.sock.cwnd), ("normal", 100));
 }
 
 #[test]
 fn newreno_base_halves_on_backoff() {
-    let mut f = Flow::new(jsac(|c| c.base = Base::Newreno), 100, 50);
+    let mut f = flow(jsac(|c| c.base = Base::Newreno), 100, 50);
     assert_eq!(f.cc.base().name(), "newreno");
-    f.ack(ms(1), ms(20));
-    f.ack(ms(10), ms(45));
-    f.ack(ms(51), ms(45));
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
+    f.at(t(ms(10))).ack(1, Some(ms(45)));
+    f.at(t(ms(51))).ack(1, Some(ms(45)));
     assert_eq!((f.sock.cwnd, f.sock.ssthresh), (1, 50));
 }
 
 #[test]
 fn ifip_algorithm_1_good_waiting_bad() {
     // Target 100 ms, Interval 100 ms (the IFIP evaluation's setting).
-    let mut f = Flow::new(ifip(|_| {}), 10, 5);
+    let mut f = flow(ifip(|_| {}), 10, 5);
     assert_eq!(f.cc.name(), "c2tcp-ifip");
     // rtt 80 ms < Target: Target/rtt = 1.25 packets per RTT, 0.125 per packet at
     // cwnd 10: exactly 8 packets per +1.
     for k in 1..=7 {
-        f.ack(ms(k), ms(80));
+        f.at(t(ms(k))).ack(1, Some(ms(80)));
     }
     assert_eq!(f.sock.cwnd, 10);
-    f.ack(ms(8), ms(80));
+    f.at(t(ms(8))).ack(1, Some(ms(80)));
     assert_eq!((f.sock.cwnd, f.cc.phase()), (11, "good"));
     // 150 ms: waiting phase until next_time = 20 + 100 ms.
-    f.ack(ms(20), ms(150));
+    f.at(t(ms(20))).ack(1, Some(ms(150)));
     assert_eq!(f.cc.phase(), "waiting");
-    f.ack(ms(120), ms(150));
+    f.at(t(ms(120))).ack(1, Some(ms(150)));
     assert_eq!((f.cc.phase(), f.sock.cwnd), ("waiting", 11));
     let t1 = ms(120) + us(1);
-    f.ack(t1, ms(150));
+    f.at(t(t1)).ack(1, Some(ms(150)));
     // Bad: ssthresh = ⌊11·717/1024⌋ = 7, cwnd = 1.
     assert_eq!((f.cc.phase(), f.sock.cwnd, f.sock.ssthresh), ("bad", 1, 7));
     // Then Interval/√1, Interval/√2 = 70.710678 ms, Interval/√3 = 57.735026 ms.
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + t1 + ms(100));
     let t2 = t1 + ms(100) + us(1);
-    f.ack(t2, ms(150));
+    f.at(t(t2)).ack(1, Some(ms(150)));
     assert_eq!(
         f.cc.detector.next_time(),
         Time::ZERO + t2 + Dur::from_ns(70_710_678)
     );
     let t3 = t2 + Dur::from_ns(70_710_678) + us(1);
-    f.ack(t3, ms(150));
+    f.at(t(t3)).ack(1, Some(ms(150)));
     assert_eq!(
         f.cc.detector.next_time(),
         Time::ZERO + t3 + Dur::from_ns(57_735_026)
     );
     // Good again at rtt 99 ms.
-    f.ack(ms(400), ms(99));
+    f.at(t(ms(400))).ack(1, Some(ms(99)));
     assert_eq!(f.cc.phase(), "good");
 }
 
@@ -387,7 +372,7 @@ fn ifip_algorithm_1_good_waiting_bad() {
 
 #[test]
 fn linux_floors_to_ms_compares_inclusively_and_uses_newton_spacing() {
-    let mut f = Flow::new(
+    let mut f = flow(
         jsac(|c| {
             c.fidelity = Fidelity::Linux;
             c.base = Base::Newreno; // no CUBIC epoch gate in this story
@@ -396,18 +381,18 @@ fn linux_floors_to_ms_compares_inclusively_and_uses_newton_spacing() {
         50,
     );
     // MINRTT 20.4 ms → 20 ms; Setpoint = ⌊20 · 200/100⌋ = 40 ms.
-    f.ack(ms(1), us(20_400));
+    f.at(t(ms(1))).ack(1, Some(us(20_400)));
     assert_eq!(f.cc.setpoint(), Some(ms(40)));
     // 40.9 ms floors to 40 ≤ 40: good (the paper: 40.9 < 40.8 is false).
-    f.ack(ms(2), us(40_900));
+    f.at(t(ms(2))).ack(1, Some(us(40_900)));
     assert_eq!(f.cc.phase(), "good");
     // 41 ms: the episode starts at 10.5 ms; next_time 50.5 ms, read back as 50 ms.
-    f.ack(us(10_500), ms(41));
+    f.at(t(us(10_500))).ack(1, Some(ms(41)));
     assert_eq!(f.cc.phase(), "normal");
-    f.ack(ms(50), ms(41));
+    f.at(t(ms(50))).ack(1, Some(ms(41)));
     assert_eq!(f.cc.phase(), "normal");
     // 50.3 ms > 50 ms: back-off (the paper would wait past 50.5 ms).
-    f.ack(us(50_300), ms(41));
+    f.at(t(us(50_300))).ack(1, Some(ms(41)));
     assert_eq!((f.cc.phase(), f.sock.cwnd), ("bad", 1));
     // prior_ssthresh = tcp_current_ssthresh() = max(50, ¾·100) = 75; NewReno: 50.
     assert_eq!((f.sock.prior_ssthresh, f.sock.ssthresh), (75, 50));
@@ -415,43 +400,43 @@ fn linux_floors_to_ms_compares_inclusively_and_uses_newton_spacing() {
     // × 36864/2^16 = 22.5 ms (Newton steps, not 1/√2, 1/√3).
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + us(50_300 + 39_999));
     // next_time 90.299 ms is read as 90 ms.
-    f.ack(us(90_001), ms(41));
+    f.at(t(us(90_001))).ack(1, Some(ms(41)));
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + us(90_001 + 20_000));
-    f.ack(us(110_500), ms(41));
+    f.at(t(us(110_500))).ack(1, Some(ms(41)));
     assert_eq!(f.cc.detector.next_time(), Time::ZERO + us(110_500 + 22_500));
 }
 
 #[test]
 fn linux_hook_is_blind_for_one_second_after_a_cubic_epoch_start() {
     let cc = jsac(|c| c.fidelity = Fidelity::Linux);
-    let mut f = Flow::new(cc, 10, 10);
+    let mut f = flow(cc, 10, 10);
     f.sock.is_cwnd_limited = true;
     // Congestion avoidance (cwnd = ssthresh): the first ACK opens CUBIC's epoch at
     // jiffy 1 after C2TCP's hook ran (MINRTT 20 ms).
-    f.ack(ms(1), ms(20));
+    f.at(t(ms(1))).ack(1, Some(ms(20)));
     assert_eq!(f.cc.min_rtt(), Some(ms(20)));
     assert!(f.cc.in_blackout(&f.sock));
     // For one second RTTs of 100 ms are not seen at all: no episode, no back-off, no
     // MINRTT update.
     for k in 1..1000 {
         f.sock.is_cwnd_limited = false;
-        f.ack(ms(1 + k), ms(100));
+        f.at(t(ms(1 + k))).ack(1, Some(ms(100)));
         assert_eq!(f.cc.phase(), "good", "at {} ms", 1 + k);
     }
     assert_eq!(f.sock.cwnd, 10);
     // From jiffy 1001 the hook runs: Normal, then Bad an Interval (40 ms) later.
-    f.ack(ms(1001), ms(100));
+    f.at(t(ms(1001))).ack(1, Some(ms(100)));
     assert_eq!(f.cc.phase(), "normal");
-    f.ack(ms(1042), ms(100));
+    f.at(t(ms(1042))).ack(1, Some(ms(100)));
     assert_eq!((f.cc.phase(), f.sock.cwnd), ("bad", 1));
 
     // With paper fidelity the same story backs off 40 ms after the first high RTT.
-    let mut p = Flow::new(jsac(|_| {}), 10, 10);
+    let mut p = flow(jsac(|_| {}), 10, 10);
     p.sock.is_cwnd_limited = true;
-    p.ack(ms(1), ms(20));
+    p.at(t(ms(1))).ack(1, Some(ms(20)));
     p.sock.is_cwnd_limited = false;
-    p.ack(ms(2), ms(100));
-    p.ack(ms(43), ms(100));
+    p.at(t(ms(2))).ack(1, Some(ms(100)));
+    p.at(t(ms(43))).ack(1, Some(ms(100)));
     assert_eq!((p.cc.phase(), p.sock.cwnd), ("bad", 1));
 }
 
@@ -556,9 +541,9 @@ fn reference_tuner_worked_numbers() {
 }
 
 /// ACKs every 10 ms from `from` to `to` (exclusive) with RTT `rtt`.
-fn acks_every_10ms(f: &mut Flow, from_ms: u64, to_ms: u64, rtt: Dur) {
-    for t in (from_ms..to_ms).step_by(10) {
-        f.ack(ms(t), rtt);
+fn acks_every_10ms(f: &mut Driver<C2tcp>, from_ms: u64, to_ms: u64, rtt: Dur) {
+    for at_ms in (from_ms..to_ms).step_by(10) {
+        f.at(t(ms(at_ms))).ack(1, Some(rtt));
     }
 }
 
@@ -570,23 +555,23 @@ fn tuner_runs_every_half_second_and_follows_the_target_schedule() {
         c.target_ms = 50.0;
         c.target_schedule = vec![[1.0, 30.0], [2.0, 0.0]];
     });
-    let mut f = Flow::new(cc, 20, 10);
+    let mut f = flow(cc, 20, 10);
     // RTT 40 ms all along: MINRTT 40, Setpoint 60, always good.
     acks_every_10ms(&mut f, 10, 500, ms(40));
     assert_eq!(f.cc.alpha(), Some(1.5));
     // The ACK at 500 ms ends the first cycle: avg 40 < 50 → α = 1.625.
-    f.ack(ms(500), ms(40));
+    f.at(t(ms(500))).ack(1, Some(ms(40)));
     assert_eq!(f.cc.alpha(), Some(1.625));
     assert_eq!(f.cc.setpoint(), Some(ms(65)));
     // At 1 s Target becomes 30: avg 40 > 30 → α −= 2·10/30 = 0.666 → 0.959 → 1.
     acks_every_10ms(&mut f, 510, 1000, ms(40));
     assert_eq!(f.cc.target(), Some(ms(50)));
-    f.ack(ms(1000), ms(40));
+    f.at(t(ms(1000))).ack(1, Some(ms(40)));
     assert_eq!(f.cc.target(), Some(ms(30)));
     assert_eq!(f.cc.alpha(), Some(1.0));
     // At 2 s Target 0 = 2 × MINRTT = 80 ms: avg 40 → α += 40/80 = 0.5 → 1.5.
     acks_every_10ms(&mut f, 1010, 2000, ms(40));
-    f.ack(ms(2000), ms(40));
+    f.at(t(ms(2000))).ack(1, Some(ms(40)));
     assert_eq!(f.cc.target(), Some(Dur::ZERO));
     assert_eq!(f.cc.alpha(), Some(1.5));
 }
@@ -597,16 +582,16 @@ fn tuner_skips_cycles_without_samples() {
         c.tuner = true;
         c.alpha = 1.5;
     });
-    let mut f = Flow::new(cc, 20, 10);
-    f.ack(ms(10), ms(40));
+    let mut f = flow(cc, 20, 10);
+    f.at(t(ms(10))).ack(1, Some(ms(40)));
     // Nothing until 1.2 s; the ACK then ends the cycle that holds the 10-ms sample.
-    f.ack(ms(1200), ms(40));
+    f.at(t(ms(1200))).ack(1, Some(ms(40)));
     assert_eq!(f.cc.alpha(), Some(1.625));
     // The next cycle, ended at 1.7 s by an ACK without an RTT sample, holds the 1.2-s
     // sample: α = 1.75. The one after holds none: unchanged.
-    f.ack_pkts(ms(1700), None, 1);
+    f.at(t(ms(1700))).ack(1, None);
     assert_eq!(f.cc.alpha(), Some(1.75));
-    f.ack_pkts(ms(2300), None, 1);
+    f.at(t(ms(2300))).ack(1, None);
     assert_eq!(f.cc.alpha(), Some(1.75));
 }
 
@@ -618,12 +603,12 @@ fn linux_tuner_starts_from_its_alpha_while_the_kernel_runs_two() {
         c.fidelity = Fidelity::Linux;
         c.base = Base::Newreno;
     });
-    let mut f = Flow::new(cc, 20, 10);
+    let mut f = flow(cc, 20, 10);
     acks_every_10ms(&mut f, 10, 500, us(40_700));
     assert_eq!(f.cc.alpha(), Some(2.0));
     assert_eq!(f.cc.setpoint(), Some(ms(80)));
     // avg 40.7 → 40 ms: 150 + ⌊⌊10·150/2⌋/40⌋ = 168.
-    f.ack(ms(500), us(40_700));
+    f.at(t(ms(500))).ack(1, Some(us(40_700)));
     assert_eq!(f.cc.alpha(), Some(1.68));
     // Setpoint ⌊40 · 168/100⌋ = 67 ms.
     assert_eq!(f.cc.setpoint(), Some(ms(67)));
@@ -638,23 +623,23 @@ fn linux_tuner_resolves_target_zero_once() {
         c.fidelity = Fidelity::Linux;
         c.base = Base::Newreno;
     });
-    let mut f = Flow::new(cc, 20, 10);
+    let mut f = flow(cc, 20, 10);
     // MINRTT 20.7 ms → 20 ms: Target = 40 ms. Samples alternate 20.7 and 40.7 ms:
     // mean 30.7 → 30 ms. α = 150 + ⌊⌊10·150/2⌋/30⌋ = 175.
     for k in 0..50 {
         let rtt = if k % 2 == 0 { us(20_700) } else { us(40_700) };
-        f.ack(ms(10 * k), rtt);
+        f.at(t(ms(10 * k))).ack(1, Some(rtt));
     }
-    f.ack(ms(500), us(20_700));
+    f.at(t(ms(500))).ack(1, Some(us(20_700)));
     assert_eq!(f.cc.alpha(), Some(1.75));
     // MINRTT drops to 10 ms, but Target stays 40 (set once): mean ≈ 30 → 30 ms again:
     // 175 + ⌊⌊10·175/2⌋/30⌋ = 175 + 29 = 204.
-    f.ack(ms(510), ms(10));
+    f.at(t(ms(510))).ack(1, Some(ms(10)));
     for k in 0..48 {
         let rtt = if k % 2 == 0 { us(20_700) } else { us(40_700) };
-        f.ack(ms(520 + 10 * k), rtt);
+        f.at(t(ms(520 + 10 * k))).ack(1, Some(rtt));
     }
-    f.ack(ms(1000), us(30_000));
+    f.at(t(ms(1000))).ack(1, Some(us(30_000)));
     assert_eq!(f.cc.min_rtt(), Some(ms(10)));
     assert_eq!(f.cc.alpha(), Some(2.04));
 }
@@ -665,11 +650,11 @@ fn linux_ifip_compares_whole_milliseconds_inclusively() {
         c.fidelity = Fidelity::Linux;
         c.base = Base::Newreno;
     });
-    let mut f = Flow::new(cc, 10, 5);
+    let mut f = flow(cc, 10, 5);
     // 100.9 ms floors to 100 ≤ Target 100: good, +⌊100/100⌋ = 1 in the counter.
-    f.ack(ms(1), us(100_900));
+    f.at(t(ms(1))).ack(1, Some(us(100_900)));
     assert_eq!((f.cc.phase(), f.sock.cwnd_cnt), ("good", 1));
-    f.ack(ms(2), ms(101));
+    f.at(t(ms(2))).ack(1, Some(ms(101)));
     assert_eq!(f.cc.phase(), "waiting");
 }
 
@@ -782,7 +767,7 @@ fn validate_names_the_field() {
     assert_eq!(e.field, "interval_ms");
     assert!(
         e.to_string()
-            .starts_with("interval_ms: 0 ms is out of range"),
+            .starts_with("c2tcp-ifip.interval_ms: 0 ms is out of range"),
         "{e}"
     );
 }

@@ -71,12 +71,10 @@ mod tests;
 
 pub use hystart::{HYSTART_ACK_TRAIN, HYSTART_DELAY};
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::reno::NewReno;
-use crate::{AckSample, CaEvent, CongestionControl, Sock};
+use crate::{AckSample, CaEvent, ConfigError, CongestionControl, Sock};
 use backoff::{nexp_u32, BackoffRng};
 
 /// β is scaled by 1024 (`backoff_beta` = 0.7071·1024 = 724 for √½).
@@ -138,28 +136,11 @@ impl Default for CdgConfig {
     }
 }
 
-/// A [`CdgConfig`] value Linux would refuse.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CdgConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for CdgConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cdg.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for CdgConfigError {}
-
 impl CdgConfig {
     /// The checks of `tcp_cdg_register` (window a power of two ≤ 256, backoff_beta ≤
     /// 1024), plus `hystart_detect` ≤ 3 and `use_ineff` within Linux's 16-bit counter.
-    pub fn validate(&self) -> Result<(), CdgConfigError> {
-        let err = |field, reason: String| Err(CdgConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("cdg", field, reason));
         if !self.window.is_power_of_two() || self.window > WINDOW_MAX {
             return err(
                 "window",

@@ -6,13 +6,11 @@
 //! i.e. 1/8). The real-valued gains are converted once, in [`Gains::from_config`], to
 //! 32-bit binary fixed point so the per-ACK arithmetic is integer only.
 
-use std::fmt;
-
 use serde::Deserialize;
 
 use super::su::{DECISION_GAPS, MIN_DECISION_GAPS};
 use crate::bbr::BbrConfig;
-use crate::Dur;
+use crate::{ConfigError, Dur};
 
 /// Where the reference module's behaviour differs from the paper, which one to follow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
@@ -72,24 +70,6 @@ impl Default for CesarConfig {
     }
 }
 
-/// A [`CesarConfig`] value outside its range.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CesarConfigError {
-    /// The offending field as spelled in scenario files (`bbr.high_gain` for the inner
-    /// BBR's fields).
-    pub field: String,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for CesarConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cesar.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for CesarConfigError {}
-
 /// Largest α accepted: beyond it ρ and the pacing rate lose their meaning.
 const MAX_ALPHA: f64 = 16.0;
 /// Smallest and largest fixed scheduling unit, ms.
@@ -100,13 +80,8 @@ const MAX_DECISION_GAPS: u32 = 1_000_000;
 impl CesarConfig {
     /// Check every value; the error names the field. The controller never panics on
     /// any value, but out-of-range gains make the equations meaningless.
-    pub fn validate(&self) -> Result<(), CesarConfigError> {
-        let err = |field: &str, reason: String| {
-            Err(CesarConfigError {
-                field: field.to_string(),
-                reason,
-            })
-        };
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("cesar", field, reason));
         if !(self.alpha.is_finite() && (1.0..=MAX_ALPHA).contains(&self.alpha)) {
             return err(
                 "alpha",
@@ -136,7 +111,8 @@ impl CesarConfig {
         if self.cwnd_min_target == 0 {
             return err("cwnd_min_target", "must be at least 1 packet".into());
         }
-        self.bbr.validate().map_err(|e| CesarConfigError {
+        self.bbr.validate().map_err(|e| ConfigError {
+            scheme: "cesar",
             field: format!("bbr.{}", e.field),
             reason: e.reason,
         })

@@ -114,7 +114,7 @@ mod su;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CesarConfig, CesarConfigError, Fidelity};
+pub use config::{CesarConfig, Fidelity};
 pub use steps::Step;
 pub use su::Decision;
 
@@ -481,9 +481,6 @@ impl CongestionControl for Cesar {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         self.bbr.ssthresh(sock)
     }
-
-    /// Never called: César owns cwnd through `cong_control`.
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn cong_control(&mut self, sock: &mut Sock, rs: &RateSample) {
         self.on_ack(sock, rs);

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::bbr::{BbrConfig, BW_UNIT};
+use crate::testing::Driver;
 use crate::{PacingStatus, Time};
 
 const MSS: u32 = 1448;
@@ -69,21 +70,18 @@ fn random_acks(mean: Dur, n: usize, seed: u64) -> Vec<Time> {
         .collect()
 }
 
-/// A socket and controller fed with a steady 2000 packets/s path: every ACK acks two
-/// packets, `INFLIGHT` packets are in flight, the rate samples span one RTT.
-struct Feed<C: CongestionControl> {
-    sock: Sock,
-    cc: C,
+/// A connection fed with a steady 2000 packets/s path: every ACK acks two packets,
+/// `INFLIGHT` packets stay in flight, the rate samples span one RTT, and the stack's
+/// RTT estimator reads the sample as it is.
+struct Feed<C> {
+    driver: Driver<C>,
     rng: Rng,
 }
 
 impl<C: CongestionControl> Feed<C> {
-    fn new(mut cc: C) -> Self {
-        let mut sock = Sock::new(MSS, Time::ZERO);
-        cc.init(&mut sock);
+    fn new(cc: C) -> Self {
         Feed {
-            sock,
-            cc,
+            driver: Driver::started(cc, |_| {}),
             rng: Rng(7),
         }
     }
@@ -95,16 +93,15 @@ impl<C: CongestionControl> Feed<C> {
     }
 
     fn ack_with(&mut self, t: Time, rtt: Dur) -> RateSample {
-        let s = &mut self.sock;
-        s.now = t;
-        s.delivered += 2;
-        s.delivered_mstamp = t;
-        s.packets_out = INFLIGHT as u32;
-        s.srtt = rtt;
-        s.min_rtt = s.min_rtt.min(rtt);
+        let d = &mut self.driver;
+        d.at(t);
+        // The two packets acked were replaced: INFLIGHT remain after the ACK.
+        d.sock.packets_out = INFLIGHT as u32 + 2;
+        d.sock.srtt = rtt;
+        d.sock.min_rtt = d.sock.min_rtt.min(rtt);
         let rs = RateSample {
             prior_mstamp: Time::from_ns(t.as_ns().saturating_sub(rtt.as_ns())),
-            prior_delivered: s.delivered.saturating_sub(INFLIGHT),
+            prior_delivered: (d.sock.delivered + 2).saturating_sub(INFLIGHT),
             delivered: INFLIGHT,
             interval: Some(rtt),
             rtt: Some(rtt),
@@ -112,8 +109,21 @@ impl<C: CongestionControl> Feed<C> {
             prior_in_flight: INFLIGHT as u32,
             ..RateSample::default()
         };
-        self.cc.cong_control(&mut self.sock, &rs);
+        d.ack_with(&rs);
         rs
+    }
+}
+
+impl<C> std::ops::Deref for Feed<C> {
+    type Target = Driver<C>;
+    fn deref(&self) -> &Driver<C> {
+        &self.driver
+    }
+}
+
+impl<C> std::ops::DerefMut for Feed<C> {
+    fn deref_mut(&mut self) -> &mut Driver<C> {
+        &mut self.driver
     }
 }
 
@@ -302,12 +312,25 @@ fn steady_adjusts_once_per_set_and_follows_cwnd_i() {
 fn hooks_in_steady_leave_the_socket_to_cesar() {
     let mut feed = steady(Fidelity::Paper);
     let before = (feed.sock.cwnd, feed.sock.pacing_rate);
-    feed.cc.set_state(&mut feed.sock, CaState::Loss);
-    feed.sock.app_limited = 1;
-    feed.cc.cwnd_event(&mut feed.sock, CaEvent::TxStart);
-    assert_eq!((feed.sock.cwnd, feed.sock.pacing_rate), before);
-    assert_eq!(feed.cc.ssthresh(&feed.sock), feed.sock.ssthresh);
-    assert_eq!(feed.cc.undo_cwnd(&feed.sock), feed.sock.cwnd);
+    feed.driver
+        .cc
+        .set_state(&mut feed.driver.sock, CaState::Loss);
+    feed.driver.sock.app_limited = 1;
+    feed.driver
+        .cc
+        .cwnd_event(&mut feed.driver.sock, CaEvent::TxStart);
+    assert_eq!(
+        (feed.driver.sock.cwnd, feed.driver.sock.pacing_rate),
+        before
+    );
+    assert_eq!(
+        feed.driver.cc.ssthresh(&feed.driver.sock),
+        feed.driver.sock.ssthresh
+    );
+    assert_eq!(
+        feed.driver.cc.undo_cwnd(&feed.driver.sock),
+        feed.driver.sock.cwnd
+    );
     // After an RTO the stack sets cwnd to 1; César regrows by the packets acked.
     feed.sock.cwnd = 1;
     let t = feed.sock.now + Dur::from_ms(5);
@@ -358,7 +381,7 @@ fn invalid_samples_and_missing_rtts_are_ignored() {
             acked_sacked: 1,
             ..RateSample::default()
         };
-        feed.cc.cong_control(&mut feed.sock, &rs);
+        feed.driver.cc.cong_control(&mut feed.driver.sock, &rs);
         assert_eq!(feed.cc.last_bw, bw, "{fidelity:?}");
         if let Some(d) = feed.cc.step().map(|s| s.bw_ewma) {
             assert!(d > 0);
@@ -366,7 +389,9 @@ fn invalid_samples_and_missing_rtts_are_ignored() {
         // An ACK without an RTT sample changes nothing in César's model.
         let before = (*feed.cc.step().unwrap(), feed.cc.min_rtt());
         feed.sock.now = now + Dur::from_ms(14);
-        feed.cc.cong_control(&mut feed.sock, &RateSample::default());
+        feed.driver
+            .cc
+            .cong_control(&mut feed.driver.sock, &RateSample::default());
         assert_eq!((*feed.cc.step().unwrap(), feed.cc.min_rtt()), before);
         assert!(feed.sock.cwnd >= 4);
     }
@@ -395,7 +420,7 @@ fn extreme_samples_saturate_instead_of_overflowing() {
                 acked_sacked: 3,
                 ..RateSample::default()
             };
-            feed.cc.cong_control(&mut feed.sock, &rs);
+            feed.driver.cc.cong_control(&mut feed.driver.sock, &rs);
             assert!(feed.sock.cwnd >= 4, "{fidelity:?}");
             assert!(feed.sock.pacing_rate > 0, "{fidelity:?}");
         }
@@ -417,39 +442,38 @@ proptest! {
             1..600,
         ),
     ) {
-        let mut cc = Cesar::new(CesarConfig {
+        let cc = Cesar::new(CesarConfig {
             fidelity: if module { Fidelity::Module } else { Fidelity::Paper },
             fixed_su_ms: fixed.then_some(2.5),
             decision_gaps: 32,
             ..CesarConfig::default()
         });
-        let mut sock = Sock::new(MSS, Time::ZERO);
-        cc.init(&mut sock);
+        let mut d = Driver::started(cc, |_| {});
         for (gap_us, rtt_us, interval_us, delivered, acked, hook) in steps {
-            sock.now += Dur::from_us(gap_us);
-            sock.delivered += u64::from(acked);
+            d.advance(Dur::from_us(gap_us));
             let rs = RateSample {
-                prior_delivered: sock.delivered.saturating_sub(delivered),
+                prior_delivered: (d.sock.delivered + u64::from(acked)).saturating_sub(delivered),
                 delivered,
                 interval: interval_us.map(Dur::from_us),
                 rtt: (rtt_us > 0).then(|| Dur::from_us(rtt_us)),
                 acked_sacked: acked,
                 ..RateSample::default()
             };
+            let Driver { cc, sock, .. } = &mut d;
             match hook {
-                0 => cc.set_state(&mut sock, CaState::Loss),
-                1 => { sock.cwnd = cc.undo_cwnd(&sock); }
-                2 => cc.cwnd_event(&mut sock, CaEvent::TxStart),
-                3 => { sock.ssthresh = cc.ssthresh(&sock); }
+                0 => cc.set_state(sock, CaState::Loss),
+                1 => { sock.cwnd = cc.undo_cwnd(sock); }
+                2 => cc.cwnd_event(sock, CaEvent::TxStart),
+                3 => { sock.ssthresh = cc.ssthresh(sock); }
                 4 => sock.cwnd = 1,
                 _ => {}
             }
-            cc.cong_control(&mut sock, &rs);
-            if cc.phase() == "steady" {
-                prop_assert!(sock.pacing_rate > 0);
-                prop_assert!(cc.step().unwrap().cwnd_bytes >= 4 * u64::from(MSS));
+            d.ack_with(&rs);
+            if d.cc.phase() == "steady" {
+                prop_assert!(d.sock.pacing_rate > 0);
+                prop_assert!(d.cc.step().unwrap().cwnd_bytes >= 4 * u64::from(MSS));
                 if acked > 0 {
-                    prop_assert!(sock.cwnd >= 4);
+                    prop_assert!(d.sock.cwnd >= 4);
                 }
             }
         }

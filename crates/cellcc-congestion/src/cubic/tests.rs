@@ -1,115 +1,37 @@
 //! CUBIC formula tests with worked numbers, and stories of a sender acking rounds.
 
 use super::*;
+use crate::testing::Driver;
 use crate::{Dur, PacingStatus, INFINITE_SSTHRESH};
 
-/// One CUBIC sender: the stack's side of the hooks, reduced to what the stories need.
-/// The sender always keeps a full window in flight (bulk transfer, no losses unless a
-/// story calls [`Flow::fast_recovery`]).
-struct Flow {
-    cc: Cubic,
-    sock: Sock,
+/// One bulk CUBIC sender: the window is always full (no losses unless a story calls
+/// [`fast_recovery`] or `rto`).
+fn flow(cfg: CubicConfig) -> Driver<Cubic> {
+    Driver::started(Cubic::new(cfg), |s| s.is_cwnd_limited = true).bulk()
 }
 
-impl Flow {
-    fn new(cfg: CubicConfig) -> Self {
-        let mut sock = Sock::new(1448, Time::ZERO);
-        sock.is_cwnd_limited = true;
-        let mut cc = Cubic::new(cfg);
-        cc.init(&mut sock);
-        let mut flow = Flow { cc, sock };
-        flow.send();
-        flow
-    }
+/// ACK clocking on an uncongested path: a round's ACKs spread evenly over one `rtt`.
+fn clocked_round(f: &mut Driver<Cubic>, rtt: Dur) {
+    let gap = rtt / u64::from(f.outstanding());
+    f.ack_round(gap, rtt);
+}
 
-    /// Send until the window is full.
-    fn send(&mut self) {
-        let s = &mut self.sock;
-        s.snd_nxt = s.snd_nxt.max(s.snd_una + u64::from(s.cwnd));
-        s.packets_out = (s.snd_nxt - s.snd_una) as u32;
-        s.max_packets_out = s.packets_out;
-    }
+/// A loss repaired by fast recovery lasting one `rtt`: ssthresh from CUBIC, cwnd set to
+/// it when recovery ends (as PRR leaves it), outstanding data acked.
+fn fast_recovery(f: &mut Driver<Cubic>, rtt: Dur) {
+    f.lose();
+    f.advance(rtt);
+    f.recover();
+}
 
-    fn in_flight(&self) -> u32 {
-        (self.sock.snd_nxt - self.sock.snd_una) as u32
-    }
-
-    /// After `gap`, an ACK for `pkts` packets carrying RTT sample `rtt`; then refill.
-    fn ack(&mut self, gap: Dur, pkts: u32, rtt: Option<Dur>) {
-        let s = &mut self.sock;
-        s.now += gap;
-        let in_flight = s.packets_in_flight();
-        s.snd_una += u64::from(pkts);
-        s.delivered += u64::from(pkts);
-        s.delivered_mstamp = s.now;
-        s.lsndtime = s.now;
-        self.cc.pkts_acked(
-            s,
-            &AckSample {
-                pkts_acked: pkts,
-                rtt,
-                in_flight,
-            },
-        );
-        self.cc.cong_avoid(s, pkts);
-        self.send();
-    }
-
-    /// One round: every packet in flight when it starts is acked singly, `gap` apart,
-    /// each ACK with RTT sample `rtt`.
-    fn ack_round(&mut self, gap: Dur, rtt: Dur) {
-        for _ in 0..self.in_flight() {
-            self.ack(gap, 1, Some(rtt));
-        }
-    }
-
-    /// ACK clocking on an uncongested path: a round's ACKs spread evenly over one `rtt`.
-    fn clocked_round(&mut self, rtt: Dur) {
-        let gap = rtt / u64::from(self.in_flight());
-        self.ack_round(gap, rtt);
-    }
-
-    /// A loss repaired by fast recovery lasting one `rtt`: ssthresh from CUBIC, cwnd
-    /// set to it when recovery ends (as PRR leaves it), outstanding data acked.
-    fn fast_recovery(&mut self, rtt: Dur) {
-        let s = &mut self.sock;
-        s.prior_cwnd = s.cwnd;
-        s.ssthresh = self.cc.ssthresh(s);
-        self.cc.set_state(s, CaState::Recovery);
-        s.ca_state = CaState::Recovery;
-        s.now += rtt;
-        s.snd_una = s.snd_nxt;
-        s.delivered_mstamp = s.now;
-        s.lsndtime = s.now;
-        s.cwnd = s.ssthresh;
-        self.cc.set_state(s, CaState::Open);
-        s.ca_state = CaState::Open;
-        self.cc.cwnd_event(s, CaEvent::CompleteCwr);
-        self.send();
-    }
-
-    /// A retransmission timeout: ssthresh from CUBIC, then Loss state, cwnd 1.
-    fn rto(&mut self) {
-        let s = &mut self.sock;
-        s.prior_cwnd = s.cwnd;
-        s.ssthresh = self.cc.ssthresh(s);
-        self.cc.cwnd_event(s, CaEvent::Loss);
-        self.cc.set_state(s, CaState::Loss);
-        s.ca_state = CaState::Loss;
-        s.cwnd = 1;
-        s.snd_una = s.snd_nxt;
-        self.send();
-    }
-
-    /// A sender just out of fast recovery from a loss at cwnd = `w_max` (the first
-    /// loss, so W_max = `w_max` and cwnd = β·`w_max`), with no epoch started yet.
-    fn after_loss(w_max: u32, rtt: Dur) -> Self {
-        let mut f = Flow::new(CubicConfig::default());
-        f.sock.cwnd = w_max;
-        f.send();
-        f.fast_recovery(rtt);
-        f
-    }
+/// A sender just out of fast recovery from a loss at cwnd = `w_max` (the first loss, so
+/// W_max = `w_max` and cwnd = β·`w_max`), with no epoch started yet.
+fn after_loss(w_max: u32, rtt: Dur) -> Driver<Cubic> {
+    let mut f = flow(CubicConfig::default());
+    f.sock.cwnd = w_max;
+    f.fill();
+    fast_recovery(&mut f, rtt);
+    f
 }
 
 fn ms(v: u64) -> Dur {
@@ -152,7 +74,7 @@ fn k_for_w_max_100_and_cwnd_70() {
 
 #[test]
 fn ssthresh_is_beta_cwnd_with_floor_two() {
-    let mut f = Flow::new(CubicConfig::default());
+    let mut f = flow(CubicConfig::default());
     f.sock.cwnd = 100;
     // 100 · 717 / 1024 = 70.02 → 70; W_max = 100 (first loss).
     assert_eq!(f.cc.ssthresh(&f.sock), 70);
@@ -196,14 +118,14 @@ fn fast_convergence_lowers_w_max_after_a_loss_below_it() {
 fn cnt_is_capped_at_20_before_the_first_loss() {
     // Slow start ended without a loss (W_max = 0): the curve starts at its plateau, K = 0,
     // origin = cwnd, so the target one RTT ahead is ≈ cwnd: cnt would be 100·cwnd.
-    let mut f = Flow::new(CubicConfig {
+    let mut f = flow(CubicConfig {
         hystart: false,
         ..CubicConfig::default()
     });
     f.sock.cwnd = 50;
     f.sock.ssthresh = 50;
-    f.send();
-    f.ack(ms(1), 1, Some(ms(40)));
+    f.fill();
+    f.advance(ms(1)).ack(1, Some(ms(40)));
     assert_eq!(f.cc.k, 0);
     assert_eq!(f.cc.cnt, 20);
     assert_eq!(f.cc.phase(), "convex");
@@ -215,18 +137,18 @@ fn cnt_floor_allows_at_most_one_packet_per_two_acked() {
     // avoidance for 30 s: cong_avoid returns early, the epoch keeps its start. When it is
     // cwnd-limited again, t − K ≈ 25.9 s and the target is 100 + 0.4·25.9³ ≈ 7000
     // packets: cwnd/(target − cwnd) = 0, floored to 2.
-    let mut f = Flow::after_loss(100, ms(100));
-    f.clocked_round(ms(100));
+    let mut f = after_loss(100, ms(100));
+    clocked_round(&mut f, ms(100));
     let cwnd0 = f.sock.cwnd;
     f.sock.is_cwnd_limited = false;
     f.sock.now += Dur::from_secs(30);
-    f.ack(ms(1), 1, Some(ms(100)));
+    f.advance(ms(1)).ack(1, Some(ms(100)));
     assert_eq!(f.sock.cwnd, cwnd0);
     f.sock.is_cwnd_limited = true;
     // Credit left over from the old, larger cnt is applied first, as one packet.
     let pending = u32::from(f.sock.cwnd_cnt >= CNT_MIN);
     for _ in 0..100 {
-        f.ack(us(100), 1, Some(ms(100)));
+        f.advance(us(100)).ack(1, Some(ms(100)));
         assert_eq!(f.cc.cnt, CNT_MIN);
     }
     // 100 packets acked at cnt = 2: +50.
@@ -237,25 +159,25 @@ fn cnt_floor_allows_at_most_one_packet_per_two_acked() {
 #[test]
 fn update_recomputes_at_most_once_per_jiffy_and_every_hz_over_32_when_cwnd_is_still() {
     // Just after a loss from 100 to 70, cnt ≈ 40: a few ACKs leave cwnd at 70.
-    let mut f = Flow::after_loss(100, ms(100));
-    f.ack(ms(1), 1, Some(ms(100)));
+    let mut f = after_loss(100, ms(100));
+    f.advance(ms(1)).ack(1, Some(ms(100)));
     let t0 = f.cc.last_time;
     assert_eq!((f.cc.last_cwnd, f.sock.cwnd), (70, 70));
     // cwnd unchanged: no recomputation up to HZ/32 = 31 jiffies later, one at 32.
-    f.ack(ms(31), 1, Some(ms(100)));
+    f.advance(ms(31)).ack(1, Some(ms(100)));
     assert_eq!(f.cc.last_time, t0);
-    f.ack(ms(1), 1, Some(ms(100)));
+    f.advance(ms(1)).ack(1, Some(ms(100)));
     assert_eq!(f.cc.last_time, t0 + 32);
     assert_eq!(f.sock.cwnd, 70);
     // In the same jiffy, even a changed cwnd does not re-evaluate the curve: a stale cnt
     // survives (only the Reno bound and the floor apply).
     f.cc.cnt = 1234;
     f.sock.cwnd = 71;
-    f.ack(us(100), 1, Some(ms(100)));
+    f.advance(us(100)).ack(1, Some(ms(100)));
     assert_eq!(f.cc.last_time, t0 + 32);
     assert_eq!((f.cc.last_cwnd, f.cc.cnt), (70, 1234));
     // The next jiffy re-evaluates it.
-    f.ack(ms(1), 1, Some(ms(100)));
+    f.advance(ms(1)).ack(1, Some(ms(100)));
     assert_eq!(f.cc.last_cwnd, 71);
     assert!(f.cc.cnt < 100, "cnt = {}", f.cc.cnt);
 }
@@ -269,12 +191,12 @@ fn window_returns_to_w_max_at_k_along_a_concave_then_convex_curve() {
     // Loss at cwnd 100 on a 100 ms path: cwnd 70, K = 4.216 s. ACK clocking at a fixed
     // RTT; sample cwnd at the end of each round.
     let rtt = ms(100);
-    let mut f = Flow::after_loss(100, rtt);
+    let mut f = after_loss(100, rtt);
     assert_eq!(f.sock.cwnd, 70);
     let start = f.sock.now;
     let mut trace = Vec::new(); // (seconds since the loss, cwnd)
     while f.sock.now < start + Dur::from_secs(8) {
-        f.clocked_round(rtt);
+        clocked_round(&mut f, rtt);
         trace.push(((f.sock.now - start).as_secs_f64(), f.sock.cwnd));
     }
     let cwnd_at = |t: f64| {
@@ -314,9 +236,9 @@ fn reno_estimate_leads_on_short_rtt_paths() {
     // On a 2 ms path CUBIC's curve gains only ~4 packets in the first 0.2 s, while an
     // AIMD flow with α = 8/15 gains 0.533 per RTT: 100 rounds → +53. cwnd follows W_est.
     let rtt = ms(2);
-    let mut f = Flow::after_loss(100, rtt);
+    let mut f = after_loss(100, rtt);
     for _ in 0..100 {
-        f.clocked_round(rtt);
+        clocked_round(&mut f, rtt);
     }
     assert_eq!(f.cc.phase(), "reno_friendly");
     // W_est = 70 + acked/(1.875·cwnd): about 70 + 100·8/15 = 123.
@@ -331,10 +253,10 @@ fn reno_estimate_leads_on_short_rtt_paths() {
     assert!(f.sock.cwnd > 110);
 
     // Without TCP friendliness, cwnd stays on the curve.
-    let mut g = Flow::after_loss(100, rtt);
+    let mut g = after_loss(100, rtt);
     g.cc.cfg.tcp_friendliness = false;
     for _ in 0..100 {
-        g.clocked_round(rtt);
+        clocked_round(&mut g, rtt);
     }
     assert!((72..=78).contains(&g.sock.cwnd), "cwnd = {}", g.sock.cwnd);
     assert_eq!(g.cc.phase(), "concave");
@@ -342,23 +264,23 @@ fn reno_estimate_leads_on_short_rtt_paths() {
 
 #[test]
 fn rtt_samples_are_ignored_for_one_second_after_an_epoch_starts() {
-    let mut f = Flow::after_loss(100, ms(100));
+    let mut f = after_loss(100, ms(100));
     // The first ACK after recovery: no epoch yet, the sample counts.
-    f.ack(ms(1), 1, Some(ms(100)));
+    f.advance(ms(1)).ack(1, Some(ms(100)));
     assert_eq!(f.cc.delay_min_us, 100_000);
     let epoch = f.cc.epoch_start.expect("epoch started");
     // 999 jiffies later a lower sample is still ignored; at 1000 it counts.
     f.sock.now = Time::from_ms(epoch + 999);
-    f.ack(Dur::ZERO, 1, Some(ms(80)));
+    f.ack(1, Some(ms(80)));
     assert_eq!(f.cc.delay_min_us, 100_000);
-    f.ack(ms(1), 1, Some(ms(80)));
+    f.advance(ms(1)).ack(1, Some(ms(80)));
     assert_eq!(f.cc.delay_min_us, 80_000);
 }
 
 #[test]
 fn idle_period_shifts_the_epoch() {
-    let mut f = Flow::after_loss(100, ms(100));
-    f.clocked_round(ms(100));
+    let mut f = after_loss(100, ms(100));
+    clocked_round(&mut f, ms(100));
     let epoch = f.cc.epoch_start.expect("epoch started");
     let last_ack = f.sock.now;
     // The application pauses 5 s, then sends again with nothing in flight.
@@ -379,7 +301,7 @@ fn idle_period_shifts_the_epoch() {
 fn hystart_delay_increase_ends_slow_start() {
     // 40 ms path, ACKs 3 ms apart (longer than the 2 ms train spacing, so only the delay
     // detector can fire). Threshold: 40 + clamp(40/8, 4, 16) = 45 ms.
-    let mut f = Flow::new(CubicConfig::default());
+    let mut f = flow(CubicConfig::default());
     f.ack_round(ms(3), ms(40)); // cwnd 10 → 20
     f.ack_round(ms(3), ms(40)); // 20 → 40
     assert_eq!((f.sock.cwnd, f.sock.ssthresh), (40, INFINITE_SSTHRESH));
@@ -387,7 +309,7 @@ fn hystart_delay_increase_ends_slow_start() {
     // samples set curr_rtt; the 9th finds 46 > 45 and exits with cwnd = 40 + 8.
     for i in 0..9 {
         assert_eq!(f.cc.hystart_exit(), None, "exited after {i} ACKs");
-        f.ack(ms(3), 1, Some(ms(46)));
+        f.advance(ms(3)).ack(1, Some(ms(46)));
     }
     assert_eq!(f.cc.hystart_exit(), Some(HystartExit::Delay));
     assert_eq!(f.sock.ssthresh, 48);
@@ -397,7 +319,7 @@ fn hystart_delay_increase_ends_slow_start() {
 
 #[test]
 fn hystart_delay_increase_below_the_margin_does_not_exit() {
-    let mut f = Flow::new(CubicConfig::default());
+    let mut f = flow(CubicConfig::default());
     f.ack_round(ms(3), ms(40));
     f.ack_round(ms(3), ms(40));
     // 44 ms ≤ 45 ms, round after round.
@@ -416,7 +338,7 @@ fn hystart_does_not_run_below_the_low_window() {
         hystart_low_window: 64,
         ..CubicConfig::default()
     };
-    let mut f = Flow::new(cfg);
+    let mut f = flow(cfg);
     f.ack_round(ms(3), ms(40)); // 10 → 20
     f.ack_round(ms(3), ms(46)); // 20 → 40
     assert_eq!(f.cc.hystart_exit(), None);
@@ -424,10 +346,10 @@ fn hystart_does_not_run_below_the_low_window() {
     // In the next round, the k-th ACK sees cwnd = 40 + k − 1: HyStart counts samples
     // from the 25th ACK (cwnd 64) and the 9th of them, at the 33rd ACK, exits at cwnd 72.
     for _ in 0..32 {
-        f.ack(ms(3), 1, Some(ms(46)));
+        f.advance(ms(3)).ack(1, Some(ms(46)));
     }
     assert_eq!(f.cc.hystart_exit(), None);
-    f.ack(ms(3), 1, Some(ms(46)));
+    f.advance(ms(3)).ack(1, Some(ms(46)));
     assert_eq!(f.cc.hystart_exit(), Some(HystartExit::Delay));
     assert_eq!(f.sock.ssthresh, 72);
 }
@@ -436,16 +358,16 @@ fn hystart_does_not_run_below_the_low_window() {
 fn hystart_ack_train_ends_slow_start_on_an_unpaced_socket() {
     // 20 ms min RTT, ACKs 1 ms apart (a bottleneck of one packet per ms). Not paced and no
     // pacing rate: the train must outlast delay_min / 2 = 10 ms.
-    let mut f = Flow::new(CubicConfig::default());
+    let mut f = flow(CubicConfig::default());
     f.ack_round(ms(1), ms(20)); // 10 → 20; cwnd reaches 16 mid-round, train broken
     assert_eq!(f.cc.hystart_exit(), None);
     // Next round starts at cwnd 20; its 12th ACK is 11 ms after the first: 11 > 10.
     for _ in 0..11 {
-        f.ack(ms(1), 1, Some(ms(20)));
+        f.advance(ms(1)).ack(1, Some(ms(20)));
     }
     assert_eq!(f.cc.hystart_exit(), None);
     assert_eq!(f.sock.cwnd, 31);
-    f.ack(ms(1), 1, Some(ms(20)));
+    f.advance(ms(1)).ack(1, Some(ms(20)));
     assert_eq!(f.cc.hystart_exit(), Some(HystartExit::AckTrain));
     assert_eq!(f.sock.ssthresh, 31);
 }
@@ -454,7 +376,7 @@ fn hystart_ack_train_ends_slow_start_on_an_unpaced_socket() {
 fn hystart_ack_train_waits_a_full_min_rtt_on_a_paced_socket() {
     // Paced at 12.5 MB/s: the cushion is min(1 ms, 4·64 KiB / rate = 21 ms) = 1 ms, the
     // threshold 20 + 1 = 21 ms. A 20-ACK round (20 → 40) is too short: 19 ms.
-    let mut f = Flow::new(CubicConfig::default());
+    let mut f = flow(CubicConfig::default());
     f.sock.pacing_status = PacingStatus::Needed;
     f.sock.pacing_rate = 12_500_000;
     f.ack_round(ms(1), ms(20));
@@ -462,7 +384,7 @@ fn hystart_ack_train_waits_a_full_min_rtt_on_a_paced_socket() {
     assert_eq!(f.cc.hystart_exit(), None);
     // In the 40-ACK round the 23rd ACK is 22 ms after the first: cwnd 40 + 22.
     for _ in 0..23 {
-        f.ack(ms(1), 1, Some(ms(20)));
+        f.advance(ms(1)).ack(1, Some(ms(20)));
     }
     assert_eq!(f.cc.hystart_exit(), Some(HystartExit::AckTrain));
     assert_eq!(f.sock.ssthresh, 62);
@@ -475,7 +397,7 @@ fn hystart_ack_train_needs_closely_spaced_acks() {
         hystart_detect: HYSTART_ACK_TRAIN,
         ..CubicConfig::default()
     };
-    let mut f = Flow::new(cfg);
+    let mut f = flow(cfg);
     for _ in 0..5 {
         f.ack_round(ms(3), ms(20));
     }
@@ -489,7 +411,7 @@ fn without_hystart_slow_start_runs_until_loss() {
         hystart: false,
         ..CubicConfig::default()
     };
-    let mut f = Flow::new(cfg);
+    let mut f = flow(cfg);
     // RTT climbs from 40 to 200 ms with ACKs 1 ms apart: both detectors would fire.
     for (round, rtt) in [40, 80, 120, 160, 200].into_iter().enumerate() {
         f.ack_round(ms(1), ms(rtt));
@@ -499,7 +421,7 @@ fn without_hystart_slow_start_runs_until_loss() {
     assert_eq!(f.cc.hystart_exit(), None);
     assert_eq!(f.cc.phase(), "slow_start");
     // The loss ends it: ssthresh = 320 · 717 / 1024 = 224.06 → 224.
-    f.fast_recovery(ms(200));
+    fast_recovery(&mut f, ms(200));
     assert_eq!((f.sock.cwnd, f.sock.ssthresh), (224, 224));
 }
 
@@ -510,24 +432,24 @@ fn initial_ssthresh_applies_only_without_hystart() {
         initial_ssthresh: 30,
         ..CubicConfig::default()
     };
-    assert_eq!(Flow::new(cfg).sock.ssthresh, 30);
+    assert_eq!(flow(cfg).sock.ssthresh, 30);
     let cfg = CubicConfig {
         initial_ssthresh: 30,
         ..CubicConfig::default()
     };
-    assert_eq!(Flow::new(cfg).sock.ssthresh, INFINITE_SSTHRESH);
+    assert_eq!(flow(cfg).sock.ssthresh, INFINITE_SSTHRESH);
 }
 
 #[test]
 fn rto_resets_everything_including_hystart() {
-    let mut f = Flow::new(CubicConfig::default());
+    let mut f = flow(CubicConfig::default());
     f.ack_round(ms(3), ms(40));
     f.ack_round(ms(3), ms(40));
     for _ in 0..9 {
-        f.ack(ms(3), 1, Some(ms(46)));
+        f.advance(ms(3)).ack(1, Some(ms(46)));
     }
     assert_eq!(f.cc.hystart_exit(), Some(HystartExit::Delay));
-    f.clocked_round(ms(46));
+    clocked_round(&mut f, ms(46));
     assert!(f.cc.epoch_start.is_some());
 
     f.rto();
@@ -554,7 +476,7 @@ fn rto_resets_everything_including_hystart() {
     f.ack_round(ms(3), ms(40)); // 8 → 16
     assert_eq!(f.cc.delay_min_us, 40_000);
     for _ in 0..9 {
-        f.ack(ms(3), 1, Some(ms(50)));
+        f.advance(ms(3)).ack(1, Some(ms(50)));
     }
     assert_eq!(f.cc.hystart_exit(), Some(HystartExit::Delay));
     assert_eq!(f.sock.ssthresh, 24);
@@ -562,10 +484,10 @@ fn rto_resets_everything_including_hystart() {
 
 #[test]
 fn not_cwnd_limited_means_no_growth_and_no_update() {
-    let mut f = Flow::after_loss(100, ms(100));
+    let mut f = after_loss(100, ms(100));
     f.sock.is_cwnd_limited = false;
     for _ in 0..50 {
-        f.ack(ms(2), 1, Some(ms(100)));
+        f.advance(ms(2)).ack(1, Some(ms(100)));
     }
     assert_eq!(f.sock.cwnd, 70);
     assert_eq!(f.cc.epoch_start, None);
@@ -573,7 +495,7 @@ fn not_cwnd_limited_means_no_growth_and_no_update() {
 
 #[test]
 fn undo_is_renos() {
-    let mut f = Flow::after_loss(100, ms(100));
+    let mut f = after_loss(100, ms(100));
     f.sock.prior_cwnd = 100;
     assert_eq!(f.cc.undo_cwnd(&f.sock), 100);
 }
@@ -655,20 +577,20 @@ mod properties {
         /// credit), ssthresh stays ≥ 2, and cnt ≥ 2 after every recomputation.
         #[test]
         fn growth_is_bounded(steps in proptest::collection::vec(step(), 1..400)) {
-            let mut f = Flow::new(CubicConfig::default());
+            let mut f = flow(CubicConfig::default());
             for s in steps {
                 match s {
                     Step::Ack { gap_us, pkts, rtt_ms } => {
                         let before = f.sock.cwnd;
                         let in_ca = !f.sock.in_slow_start();
-                        f.ack(us(gap_us), pkts, Some(ms(rtt_ms)));
+                        f.advance(us(gap_us)).ack(pkts, Some(ms(rtt_ms)));
                         prop_assert!(f.sock.cwnd >= before);
                         if in_ca {
                             prop_assert!(f.sock.cwnd - before <= pkts.div_ceil(2) + 1);
                             prop_assert!(f.cc.cnt >= CNT_MIN);
                         }
                     }
-                    Step::Loss => f.fast_recovery(ms(50)),
+                    Step::Loss => fast_recovery(&mut f, ms(50)),
                     Step::Rto => f.rto(),
                     Step::Idle { secs } => {
                         f.sock.now += Dur::from_secs(secs);

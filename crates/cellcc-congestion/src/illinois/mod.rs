@@ -44,11 +44,9 @@
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-use crate::{AckSample, CaState, CongestionControl, Sock};
+use crate::{AckSample, CaState, ConfigError, CongestionControl, Sock};
 
 /// α is stored in units of 1/128 (`ALPHA_SHIFT` = 7).
 const ALPHA_SHIFT: u32 = 7;
@@ -98,29 +96,13 @@ impl Default for IllinoisConfig {
     }
 }
 
-/// An [`IllinoisConfig`] value that is not meaningful.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IllinoisConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for IllinoisConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "illinois.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for IllinoisConfigError {}
-
 impl IllinoisConfig {
     /// `theta` must fit Linux's 8-bit `rtt_low` counter.
-    pub fn validate(&self) -> Result<(), IllinoisConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.theta > u32::from(u8::MAX) {
-            return Err(IllinoisConfigError {
-                field: "theta",
+            return Err(ConfigError {
+                scheme: "illinois",
+                field: "theta".into(),
                 reason: format!(
                     "{} is above 255 (Linux counts low-delay RTTs in 8 bits)",
                     self.theta

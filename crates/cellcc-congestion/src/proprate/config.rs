@@ -2,11 +2,11 @@
 //! switch for the negative-feedback loop, and the implementation choices the paper leaves
 //! open, each with its documented default.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use cellcc_units::Dur;
+
+use crate::ConfigError;
 
 /// Target average buffer delay of the paper's presets, ms (§5: PR(L), PR(M), PR(H)).
 pub const PRESET_L_MS: f64 = 20.0;
@@ -67,23 +67,6 @@ impl Default for PropRateConfig {
     }
 }
 
-/// A [`PropRateConfig`] value the controller cannot run with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PropRateConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for PropRateConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "proprate.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for PropRateConfigError {}
-
 /// Largest accepted time parameter, ms (one hour): beyond any cellular path, and far from
 /// overflowing nanosecond [`Dur`]s.
 const MAX_MS: f64 = 3_600_000.0;
@@ -97,8 +80,8 @@ impl PropRateConfig {
     }
 
     /// Check every value; the error names the field and the accepted range.
-    pub fn validate(&self) -> Result<(), PropRateConfigError> {
-        let err = |field, reason: String| Err(PropRateConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("proprate", field, reason));
         for (field, v, unit, max) in [
             ("t_buff_ms", self.t_buff_ms, "ms", MAX_MS),
             ("l_max_ms", self.l_max_ms, "ms", MAX_MS),

@@ -126,7 +126,7 @@ mod states;
 #[cfg(test)]
 mod tests;
 
-pub use config::{PropRateConfig, PropRateConfigError, PRESET_H_MS, PRESET_L_MS, PRESET_M_MS};
+pub use config::{PropRateConfig, PRESET_H_MS, PRESET_L_MS, PRESET_M_MS};
 pub use params::{eq7, eq8, regime, Eq8, Gains, Regime};
 pub use states::{Burst, SendMark};
 
@@ -482,9 +482,6 @@ impl CongestionControl for PropRate {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         sock.ssthresh
     }
-
-    /// Never called: PropRate owns cwnd through `cong_control`.
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn cong_control(&mut self, sock: &mut Sock, rs: &RateSample) {
         self.on_ack(sock, rs);

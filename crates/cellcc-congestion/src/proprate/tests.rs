@@ -7,9 +7,11 @@
 //! buffer is empty.
 
 use super::*;
+use crate::testing::{Driver, MSS};
 use crate::Time;
 
-const MSS: u32 = 1448;
+// ρ below is 2 × MSS bytes per ms.
+const _: () = assert!(MSS == 1448);
 const RHO: u64 = 2_896_000;
 const BASE_RD: u32 = 30;
 /// Offset of the stories' clocks, ms.
@@ -119,99 +121,71 @@ fn eq8_k_d_is_clamped_when_rtt_is_short() {
 
 // ----- the controller, ACK by ACK ------------------------------------------------------
 
-/// A connection driven by hand: `send` puts packets in flight, `ack` delivers them with
+/// A connection driven by hand: `send` puts packets in flight, [`ack`] delivers them with
 /// chosen receiver and sender timestamps.
-struct Conn {
-    cc: PropRate,
-    sock: Sock,
+type Conn = Driver<PropRate>;
+
+fn conn(config: PropRateConfig) -> Conn {
+    Driver::started(PropRate::new(config), |s| {
+        s.min_rtt = ms(40);
+        s.srtt = ms(40);
+    })
 }
 
-impl Conn {
-    fn new(config: PropRateConfig) -> Conn {
-        let mut sock = Sock::new(MSS, Time::ZERO);
-        sock.min_rtt = ms(40);
-        sock.srtt = ms(40);
-        let mut cc = PropRate::new(config);
-        cc.init(&mut sock);
-        Conn { cc, sock }
-    }
+/// PR(H) (t̄_buff = 80 ms: buffer full, k_f = 4/3, k_d = 2/3, D_max = 120 ms).
+fn pr_h(nfl: bool) -> Conn {
+    conn(PropRateConfig {
+        t_buff_ms: 80.0,
+        nfl,
+        ..PropRateConfig::default()
+    })
+}
 
-    /// PR(H) (t̄_buff = 80 ms: buffer full, k_f = 4/3, k_d = 2/3, D_max = 120 ms).
-    fn pr_h(nfl: bool) -> Conn {
-        Conn::new(PropRateConfig {
-            t_buff_ms: 80.0,
-            nfl,
-            ..PropRateConfig::default()
-        })
-    }
+/// An ACK at `now_ms` for `n` packets, sent by the receiver at tick `rx`, for segments
+/// sent at tick `tx = rx − BASE_RD − t_buff_ms` (the echoed TSecr, and the RTT sample
+/// `now − tx`). Story times are offset by [`EPOCH_MS`] on both clocks, so that early
+/// segments with large delays were not sent before time zero.
+fn ack(c: &mut Conn, now_ms: u64, n: u32, rx: u32, t_buff_ms: u32) {
+    let (now_ms, rx) = (now_ms + EPOCH_MS, rx + EPOCH_MS as u32);
+    let tx = rx - BASE_RD - t_buff_ms;
+    c.at(Time::from_ms(now_ms));
+    c.sock.rcv_tsval = rx;
+    c.sock.rcv_tsecr = tx;
+    c.ack_with(&RateSample {
+        acked_sacked: n,
+        delivered: u64::from(n),
+        interval: Some(ms(40)),
+        rtt: Some(ms(now_ms - u64::from(tx))),
+        ..RateSample::default()
+    });
+}
 
-    fn send(&mut self, n: u32) {
-        assert!(
-            self.sock.packets_in_flight() + n <= self.sock.cwnd,
-            "window {} does not admit {n} more after {}",
-            self.sock.cwnd,
-            self.sock.packets_in_flight()
-        );
-        self.sock.snd_nxt += u64::from(n);
-        self.sock.packets_out += n;
+/// ACKs of 2 packets, one per ms from `now_ms` (receiver tick `now_ms − 10`), each
+/// reporting `t_buff_ms`: ρ samples stay at exactly [`RHO`].
+fn ack_pairs(c: &mut Conn, now_ms: u64, pairs: u32, t_buff_ms: u32) -> u64 {
+    for i in 0..u64::from(pairs) {
+        ack(c, now_ms + i, 2, (now_ms + i - 10) as u32, t_buff_ms);
     }
+    now_ms + u64::from(pairs)
+}
 
-    /// An ACK at `now_ms` for `n` packets, sent by the receiver at tick `rx`, for
-    /// segments sent at tick `tx = rx − BASE_RD − t_buff_ms` (the echoed TSecr, and the
-    /// RTT sample `now − tx`). Story times are offset by [`EPOCH_MS`] on both clocks, so
-    /// that early segments with large delays were not sent before time zero.
-    fn ack(&mut self, now_ms: u64, n: u32, rx: u32, t_buff_ms: u32) {
-        let s = &mut self.sock;
-        let (now_ms, rx) = (now_ms + EPOCH_MS, rx + EPOCH_MS as u32);
-        let tx = rx - BASE_RD - t_buff_ms;
-        s.now = Time::from_ms(now_ms);
-        s.delivered += u64::from(n);
-        s.packets_out -= n;
-        s.snd_una += u64::from(n);
-        s.rcv_tsval = rx;
-        s.rcv_tsecr = tx;
-        self.cc.in_ack_event(s, false);
-        let rs = RateSample {
-            acked_sacked: n,
-            delivered: u64::from(n),
-            interval: Some(ms(40)),
-            rtt: Some(ms(now_ms - u64::from(tx))),
-            ..RateSample::default()
-        };
-        self.cc.cong_control(s, &rs);
+/// Slow Start done: a first burst of 10 in one tick (no estimate), a second of 20 at 2
+/// packets per ms (ρ = 2 896 000 B/s). Returns the time reached, in Fill.
+fn through_slow_start(c: &mut Conn) -> u64 {
+    c.send(10);
+    for _ in 0..5 {
+        ack(c, 40, 2, 30, 0);
     }
-
-    /// ACKs of 2 packets, one per ms from `now_ms` (receiver tick `now_ms − 10`), each
-    /// reporting `t_buff_ms`: ρ samples stay at exactly [`RHO`].
-    fn ack_pairs(&mut self, now_ms: u64, pairs: u32, t_buff_ms: u32) -> u64 {
-        for i in 0..u64::from(pairs) {
-            self.ack(now_ms + i, 2, (now_ms + i - 10) as u32, t_buff_ms);
-        }
-        now_ms + u64::from(pairs)
-    }
-
-    fn phase(&self) -> &'static str {
-        self.cc.phase()
-    }
-
-    /// Slow Start done: a first burst of 10 in one tick (no estimate), a second of 20 at
-    /// 2 packets per ms (ρ = 2 896 000 B/s). Returns the time reached, in Fill.
-    fn through_slow_start(&mut self) -> u64 {
-        self.send(10);
-        for _ in 0..5 {
-            self.ack(40, 2, 30, 0);
-        }
-        self.send(20);
-        let t = self.ack_pairs(80, 10, 0);
-        assert_eq!(self.phase(), "buffer_fill");
-        t
-    }
+    c.send(20);
+    let t = ack_pairs(c, 80, 10, 0);
+    assert_eq!(c.cc.phase(), "buffer_fill");
+    t
 }
 
 #[test]
 fn slow_start_doubles_the_burst_until_timestamps_give_a_rate() {
-    let mut c = Conn::pr_h(true);
-    assert_eq!(c.phase(), "slow_start");
+    let mut c = pr_h(true);
+    assert_eq!(c.cc.phase(), "slow_start");
     assert_eq!(c.sock.pacing_status, PacingStatus::Needed);
     // The burst goes out at line rate: window = the 10 burst packets.
     assert_eq!((c.sock.cwnd, c.sock.pacing_rate), (10, u64::MAX));
@@ -225,7 +199,7 @@ fn slow_start_doubles_the_burst_until_timestamps_give_a_rate() {
         );
         // While the burst is acknowledged nothing new may be sent.
         assert_eq!(c.sock.cwnd, c.sock.packets_in_flight().max(1));
-        c.ack(40, 2, 30, 0);
+        ack(&mut c, 40, 2, 30, 0);
     }
     assert!(matches!(c.cc.state(), State::SlowStart(b) if b.len == 20));
     assert_eq!(c.sock.cwnd, 20);
@@ -233,8 +207,8 @@ fn slow_start_doubles_the_burst_until_timestamps_give_a_rate() {
     // 20 packets over ticks 70..=79: 18 packets after the first tick in 9 ms =
     // 18 × 1448 B / 0.009 s = 2 896 000 B/s.
     c.send(20);
-    c.ack_pairs(80, 10, 0);
-    assert_eq!(c.phase(), "buffer_fill");
+    ack_pairs(&mut c, 80, 10, 0);
+    assert_eq!(c.cc.phase(), "buffer_fill");
     assert_eq!(c.cc.rho(), Some(RHO));
     // RD_min was set by the first burst: t_buff of the last ACK (RD = 30) is 0.
     assert_eq!(c.cc.t_buff(), Some(Dur::ZERO));
@@ -242,26 +216,26 @@ fn slow_start_doubles_the_burst_until_timestamps_give_a_rate() {
 
 #[test]
 fn fill_and_drain_pace_at_k_f_and_k_d_times_rho_and_switch_at_t() {
-    let mut c = Conn::pr_h(false);
-    let mut t = c.through_slow_start();
+    let mut c = pr_h(false);
+    let mut t = through_slow_start(&mut c);
     // Fill: σ_f = 4/3 × 2 896 000 = 3 861 333 B/s. Window cap = ρ·(RTT + D_max) =
     // 2 896 000 × 0.160 / 1448 = 320 packets.
     assert_eq!(c.sock.pacing_rate, 3_861_333);
     assert_eq!(c.sock.cwnd, 320);
     c.send(100);
-    t = c.ack_pairs(t, 5, 79);
-    assert_eq!(c.phase(), "buffer_fill");
+    t = ack_pairs(&mut c, t, 5, 79);
+    assert_eq!(c.cc.phase(), "buffer_fill");
     assert_eq!(c.cc.rho(), Some(RHO));
     // t_buff = 80 ms = T: Drain at σ_d = 2/3 × 2 896 000 = 1 930 666 B/s.
-    t = c.ack_pairs(t, 1, 80);
-    assert_eq!(c.phase(), "buffer_drain");
+    t = ack_pairs(&mut c, t, 1, 80);
+    assert_eq!(c.cc.phase(), "buffer_drain");
     assert_eq!(c.sock.pacing_rate, 1_930_666);
     assert_eq!(c.sock.cwnd, 320);
     // Still above T: stay; below: Fill again.
-    t = c.ack_pairs(t, 3, 120);
-    assert_eq!(c.phase(), "buffer_drain");
-    c.ack_pairs(t, 1, 79);
-    assert_eq!(c.phase(), "buffer_fill");
+    t = ack_pairs(&mut c, t, 3, 120);
+    assert_eq!(c.cc.phase(), "buffer_drain");
+    ack_pairs(&mut c, t, 1, 79);
+    assert_eq!(c.cc.phase(), "buffer_fill");
     assert_eq!(c.sock.pacing_rate, 3_861_333);
     assert_eq!(c.cc.threshold(), ms(80), "no NFL: T stays t̄_buff");
     assert_eq!(c.cc.transitions(), 3);
@@ -280,38 +254,38 @@ fn fill_and_drain_pace_at_k_f_and_k_d_times_rho_and_switch_at_t() {
 /// Drain when the burst saw a lower rate, to Fill (with the new ρ) when it saw a higher.
 #[test]
 fn monitor_follows_rtt_rho_packets_of_drain_and_measures_afresh() {
-    let mut c = Conn::pr_h(false);
-    let mut t = c.through_slow_start();
+    let mut c = pr_h(false);
+    let mut t = through_slow_start(&mut c);
     c.send(40);
-    t = c.ack_pairs(t, 1, 90);
-    assert_eq!(c.phase(), "buffer_drain");
+    t = ack_pairs(&mut c, t, 1, 90);
+    assert_eq!(c.cc.phase(), "buffer_drain");
     // 79 packets sent in Drain (ACKs keep t_buff above T): still Drain.
     c.send(79);
-    t = c.ack_pairs(t, 1, 100);
-    assert_eq!(c.phase(), "buffer_drain");
+    t = ack_pairs(&mut c, t, 1, 100);
+    assert_eq!(c.cc.phase(), "buffer_drain");
     // The 80th: Monitor. A back-to-back burst of 10: line rate, window in_flight + 10.
     c.send(1);
-    t = c.ack_pairs(t, 1, 100);
-    assert_eq!(c.phase(), "monitor");
+    t = ack_pairs(&mut c, t, 1, 100);
+    assert_eq!(c.cc.phase(), "monitor");
     assert_eq!(c.cc.monitors(), 1);
     assert_eq!(c.sock.pacing_rate, u64::MAX);
     let in_flight = c.sock.packets_in_flight();
     assert_eq!(c.sock.cwnd, in_flight + 10);
     c.send(10);
     // Burst out: σ_m = σ_d/2 = 2 896 000 × 2/3 / 2 = 965 333 B/s, the usual cap.
-    t = c.ack_pairs(t, 1, 100);
-    assert_eq!(c.phase(), "monitor");
+    t = ack_pairs(&mut c, t, 1, 100);
+    assert_eq!(c.cc.phase(), "monitor");
     assert_eq!(c.sock.pacing_rate, 965_333);
     assert_eq!(c.sock.cwnd, 320);
     // Deliver what was in flight before the burst (2 per ms, as before) ...
     let before_burst = c.sock.packets_in_flight() - 10;
-    t = c.ack_pairs(t, before_burst / 2, 100);
-    assert_eq!(c.phase(), "monitor");
+    t = ack_pairs(&mut c, t, before_burst / 2, 100);
+    assert_eq!(c.cc.phase(), "monitor");
     // ... then the burst at 1 packet per ms: 1448 B/ms < ρ → back to Drain.
     for i in 0..10 {
-        c.ack(t + i, 1, (t + i - 10) as u32, 100);
+        ack(&mut c, t + i, 1, (t + i - 10) as u32, 100);
     }
-    assert_eq!(c.phase(), "buffer_drain");
+    assert_eq!(c.cc.phase(), "buffer_drain");
     // ρ kept running through Monitor and saw the slower burst too; Drain paces at k_d·ρ.
     let rho = c.cc.rho().unwrap();
     assert!(rho < RHO, "{rho}");
@@ -322,16 +296,16 @@ fn monitor_follows_rtt_rho_packets_of_drain_and_measures_afresh() {
     // 5 packets per ms: 7 240 000 B/s ≥ ρ → Fill, the burst's rate folded into ρ as one
     // EWMA sample (weight 1/8), not replacing it.
     c.send(80);
-    t = c.ack_pairs(t, 1, 100);
-    assert_eq!(c.phase(), "monitor");
+    t = ack_pairs(&mut c, t, 1, 100);
+    assert_eq!(c.cc.phase(), "monitor");
     c.send(10);
     let before_burst = c.sock.packets_in_flight() - 10;
-    t = c.ack_pairs(t, before_burst / 2, 100);
-    c.ack(t, 5, (t - 10) as u32, 100);
-    assert_eq!(c.phase(), "monitor", "one timestamp gives no rate");
+    t = ack_pairs(&mut c, t, before_burst / 2, 100);
+    ack(&mut c, t, 5, (t - 10) as u32, 100);
+    assert_eq!(c.cc.phase(), "monitor", "one timestamp gives no rate");
     let before = c.cc.rho().unwrap() as f64;
-    c.ack(t + 1, 5, (t - 9) as u32, 100);
-    assert_eq!(c.phase(), "buffer_fill");
+    ack(&mut c, t + 1, 5, (t - 9) as u32, 100);
+    assert_eq!(c.cc.phase(), "buffer_fill");
     let after = c.cc.rho().unwrap() as f64;
     // The same ACK also closed a window for the EWMA, so allow that sample's share.
     let folded = before + (7_240_000.0 - before) / 8.0;
@@ -344,18 +318,14 @@ fn monitor_follows_rtt_rho_packets_of_drain_and_measures_afresh() {
 
 #[test]
 fn rto_returns_to_slow_start_from_any_state() {
-    let mut c = Conn::pr_h(true);
-    let t = c.through_slow_start();
+    let mut c = pr_h(true);
+    let t = through_slow_start(&mut c);
     c.send(30);
-    c.ack_pairs(t, 1, 90);
-    assert_eq!(c.phase(), "buffer_drain");
+    ack_pairs(&mut c, t, 1, 90);
+    assert_eq!(c.cc.phase(), "buffer_drain");
     // The stack's RTO: everything outstanding is lost, cwnd = in_flight + 1, Loss.
-    c.sock.lost_out = c.sock.packets_out;
-    c.sock.lost += u64::from(c.sock.packets_out);
-    c.cc.cwnd_event(&mut c.sock, CaEvent::Loss);
-    c.sock.cwnd = c.sock.packets_in_flight() + 1;
-    c.cc.set_state(&mut c.sock, CaState::Loss);
-    assert_eq!(c.phase(), "slow_start");
+    c.rto();
+    assert_eq!(c.cc.phase(), "slow_start");
     assert!(matches!(c.cc.state(), State::SlowStart(b) if b.len == 10));
     assert_eq!(c.sock.pacing_rate, u64::MAX);
     // ρ is kept until the new burst measures it; ssthresh and undo leave things alone.
@@ -370,27 +340,27 @@ fn rto_returns_to_slow_start_from_any_state() {
 #[test]
 fn nfl_lowers_t_in_fill_after_too_much_delay_and_not_without_the_loop() {
     for nfl in [true, false] {
-        let mut c = Conn::pr_h(nfl);
-        let mut t = c.through_slow_start();
+        let mut c = pr_h(nfl);
+        let mut t = through_slow_start(&mut c);
         c.send(200);
         // Window 1 in Drain, every sample 120 ms: t_actual = 120 ms (first window).
         // Drain only ever raises T, and only when t_actual < t̄: T stays 80.
-        t = c.ack_pairs(t, 1, 120);
-        assert_eq!(c.phase(), "buffer_drain");
-        t = c.ack_pairs(t, 39, 120);
+        t = ack_pairs(&mut c, t, 1, 120);
+        assert_eq!(c.cc.phase(), "buffer_drain");
+        t = ack_pairs(&mut c, t, 39, 120);
         assert_eq!(c.cc.t_actual(), None);
-        t = c.ack_pairs(t, 1, 120);
+        t = ack_pairs(&mut c, t, 1, 120);
         assert_eq!(c.cc.t_actual(), Some(ms(120)));
         assert_eq!(c.cc.threshold(), ms(80));
         // Window 2 in Fill, every sample 50 ms: t_actual = 120 − 15 + 6.25 = 111.25 ms.
         // In Fill with t_actual > t̄: T = 80 − ln(31.25) = 80 − 3.442 019 = 76.557 981 ms.
-        t = c.ack_pairs(t, 1, 50);
-        assert_eq!(c.phase(), "buffer_fill");
+        t = ack_pairs(&mut c, t, 1, 50);
+        assert_eq!(c.cc.phase(), "buffer_fill");
         c.send(100);
-        t = c.ack_pairs(t, 38, 50);
+        t = ack_pairs(&mut c, t, 38, 50);
         assert_eq!(c.cc.t_actual(), Some(ms(120)));
         assert_eq!(c.cc.threshold(), ms(80));
-        c.ack_pairs(t, 1, 50);
+        ack_pairs(&mut c, t, 1, 50);
         assert_eq!(c.cc.t_actual(), Some(Dur::from_us(111_250)));
         let expect = if nfl {
             Dur::from_ns(76_557_981)
@@ -406,62 +376,48 @@ fn nfl_lowers_t_in_fill_after_too_much_delay_and_not_without_the_loop() {
 /// segment of the pair, sent one pacing interval earlier.
 #[test]
 fn rd_uses_the_send_time_of_the_newest_acked_packet() {
-    let mut c = Conn::pr_h(true);
-    let t = c.through_slow_start();
+    let mut c = pr_h(true);
+    let t = through_slow_start(&mut c);
     c.send(20);
     // A delayed ACK of a pair paced 50 ms apart (Drain at a low rate) echoes the first
     // segment, sent at tick rx − 30 − 50; the second, which triggered the ACK, was sent
     // 40 ms ago: RD = 30 = RD_min, t_buff = 0 and Fill is kept.
     let t = t + EPOCH_MS;
-    c.sock.now = Time::from_ms(t);
-    c.sock.delivered += 2;
-    c.sock.packets_out -= 2;
-    c.sock.rcv_tsval = (t - 10) as u32;
-    c.sock.rcv_tsecr = (t - 10 - 30 - 50) as u32;
-    c.cc.in_ack_event(&mut c.sock, false);
     let rs = RateSample {
         acked_sacked: 2,
         rtt: Some(ms(40)),
         ..RateSample::default()
     };
-    c.cc.cong_control(&mut c.sock, &rs);
+    c.at(Time::from_ms(t));
+    c.sock.rcv_tsval = (t - 10) as u32;
+    c.sock.rcv_tsecr = (t - 10 - 30 - 50) as u32;
+    c.ack_with(&rs);
     assert_eq!(c.cc.t_buff(), Some(Dur::ZERO));
     // Without an RTT sample (a retransmission was acked), an in-order ACK falls back to
     // TSecr: t_buff = 50 ms (< T = 80: still Fill).
-    c.cc.in_ack_event(&mut c.sock, false);
-    c.cc.cong_control(&mut c.sock, &RateSample::default());
+    c.ack_with(&RateSample::default());
     assert_eq!(c.cc.t_buff(), Some(ms(50)));
-    assert_eq!(c.phase(), "buffer_fill");
+    assert_eq!(c.cc.phase(), "buffer_fill");
     // A SACK-carrying ACK echoes an old TSval (tick rx − 30 − 500: 500 ms "delay"), but
     // its newest SACKed packet was sent 40 ms ago (rs.rtt): RD = rx − (now − 40) =
     // (now − 10) − (now − 40) = 30 = RD_min → t_buff = 0, and Fill is kept.
-    c.sock.now = Time::from_ms(t);
-    c.sock.delivered += 2;
-    c.sock.packets_out -= 2;
     c.sock.rcv_tsval = (t - 10) as u32;
     c.sock.rcv_tsecr = (t - 10 - 30 - 500) as u32;
-    c.cc.in_ack_event(&mut c.sock, true);
-    let rs = RateSample {
-        acked_sacked: 2,
-        rtt: Some(ms(40)),
-        ..RateSample::default()
-    };
-    c.cc.cong_control(&mut c.sock, &rs);
+    c.sack_with(&rs);
     assert_eq!(c.cc.t_buff(), Some(Dur::ZERO));
-    assert_eq!(c.phase(), "buffer_fill");
+    assert_eq!(c.cc.phase(), "buffer_fill");
     // Without an RTT sample, such an ACK gives no t_buff sample at all.
     let before = c.cc.t_buff();
     c.sock.rcv_tsecr = 1;
-    c.cc.in_ack_event(&mut c.sock, true);
-    c.cc.cong_control(&mut c.sock, &RateSample::default());
+    c.sack_with(&RateSample::default());
     assert_eq!(c.cc.t_buff(), before);
-    assert_eq!(c.phase(), "buffer_fill");
+    assert_eq!(c.cc.phase(), "buffer_fill");
 }
 
 #[test]
 fn window_cap_and_rates_have_floors() {
-    let mut c = Conn::pr_h(true);
-    c.through_slow_start();
+    let mut c = pr_h(true);
+    through_slow_start(&mut c);
     // A collapsed estimate is read as 10 packets/s = 14 480 B/s: σ_f = 19 306 B/s, and
     // the cap 14 480 × 0.16 / 1448 = 1.6 → 4 packets (CWND_MIN).
     c.cc.rho.set(1);

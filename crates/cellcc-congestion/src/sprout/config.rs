@@ -1,10 +1,10 @@
 //! Sprout parameters, with the NSDI 2013 paper's (and reference code's) defaults.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use cellcc_units::Dur;
+
+use crate::ConfigError;
 
 /// Parameters of [`super::Sprout`] and its receiver-side forecaster.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,23 +57,6 @@ impl Default for SproutConfig {
     }
 }
 
-/// A [`SproutConfig`] value the algorithm cannot run with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SproutConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for SproutConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sprout.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for SproutConfigError {}
-
 /// Largest rate grid: the forecast tables grow with (rate × tick)²; 100 000 packets/s is
 /// 1.2 Gbit/s, beyond any cellular link.
 const MAX_RATE_PPS: f64 = 100_000.0;
@@ -89,8 +72,8 @@ const MAX_TICK_COUNT: f64 = 20_000.0;
 
 impl SproutConfig {
     /// Check every value; the error names the field and the accepted range.
-    pub fn validate(&self) -> Result<(), SproutConfigError> {
-        let err = |field, reason: String| Err(SproutConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("sprout", field, reason));
         if !(self.max_rate_pps.is_finite()
             && self.max_rate_pps > 0.0
             && self.max_rate_pps <= MAX_RATE_PPS)

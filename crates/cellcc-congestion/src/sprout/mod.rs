@@ -69,7 +69,7 @@ mod receiver;
 #[cfg(test)]
 mod tests;
 
-pub use config::{SproutConfig, SproutConfigError};
+pub use config::SproutConfig;
 pub use receiver::SproutReceiver;
 
 use cellcc_units::{Dur, Time};
@@ -160,8 +160,6 @@ impl CongestionControl for Sprout {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         sock.cwnd.max(self.cfg.min_cwnd)
     }
-
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn owns_cwnd(&self) -> bool {
         true

@@ -50,12 +50,10 @@
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::reno::NewReno;
-use crate::{AckSample, CaEvent, CaState, CongestionControl, Sock};
+use crate::{AckSample, CaEvent, CaState, ConfigError, CongestionControl, Sock};
 
 /// "No RTT yet" for `baseRTT` and the per-RTT minimum (`0x7fffffff` in Linux).
 const NO_RTT_US: u32 = 0x7fff_ffff;
@@ -89,29 +87,13 @@ impl Default for VegasConfig {
     }
 }
 
-/// A [`VegasConfig`] value that is not meaningful.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VegasConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for VegasConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "vegas.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for VegasConfigError {}
-
 impl VegasConfig {
     /// `alpha ≤ beta`, or the hold band is empty and cwnd oscillates every RTT.
-    pub fn validate(&self) -> Result<(), VegasConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.alpha > self.beta {
-            return Err(VegasConfigError {
-                field: "beta",
+            return Err(ConfigError {
+                scheme: "vegas",
+                field: "beta".into(),
                 reason: format!(
                     "{} is below alpha = {}; the queue target band [alpha, beta] must not be empty",
                     self.beta, self.alpha

@@ -1,9 +1,9 @@
 //! Verus parameters, with the SIGCOMM 2015 paper's and reference code's defaults
 //! (`yzaki/verus`, `src/verus.hpp`).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
+
+use crate::ConfigError;
 
 /// Parameters of [`super::Verus`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,23 +45,6 @@ impl Default for VerusConfig {
     }
 }
 
-/// A [`VerusConfig`] value the algorithm cannot run with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VerusConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for VerusConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "verus.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for VerusConfigError {}
-
 /// Largest accepted time parameter, ms (one hour).
 const MAX_MS: f64 = 3_600_000.0;
 /// Largest profile, packets: one entry per window value.
@@ -69,8 +52,8 @@ const MAX_WINDOW: u32 = 1 << 20;
 
 impl VerusConfig {
     /// Check every value; the error names the field and the accepted range.
-    pub fn validate(&self) -> Result<(), VerusConfigError> {
-        let err = |field, reason: String| Err(VerusConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("verus", field, reason));
         for (field, v) in [
             ("epoch_ms", self.epoch_ms),
             ("delta1_ms", self.delta1_ms),

@@ -65,7 +65,7 @@ mod profile;
 #[cfg(test)]
 mod tests;
 
-pub use config::{VerusConfig, VerusConfigError};
+pub use config::VerusConfig;
 pub use profile::Profile;
 
 use std::collections::VecDeque;
@@ -320,8 +320,6 @@ impl CongestionControl for Verus {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         sock.cwnd.max(self.cfg.min_cwnd)
     }
-
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn owns_cwnd(&self) -> bool {
         true

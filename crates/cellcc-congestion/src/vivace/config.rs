@@ -1,9 +1,9 @@
 //! Parameters of PCC-Vivace: names from the paper, defaults from the reference
 //! (see the module header of [`super`]).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
+
+use crate::ConfigError;
 
 /// Parameters of [`super::Vivace`]. Names follow the paper; defaults are the reference's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,27 +64,10 @@ impl Default for VivaceConfig {
     }
 }
 
-/// A [`VivaceConfig`] value Vivace cannot run with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VivaceConfigError {
-    /// The offending field, as spelled in scenario files.
-    pub field: &'static str,
-    /// What is wrong and which values are accepted.
-    pub reason: String,
-}
-
-impl fmt::Display for VivaceConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pcc-vivace.{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for VivaceConfigError {}
-
 impl VivaceConfig {
     /// Check every value; the error names the field and the accepted range.
-    pub fn validate(&self) -> Result<(), VivaceConfigError> {
-        let err = |field, reason: String| Err(VivaceConfigError { field, reason });
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: &str, reason: String| Err(ConfigError::new("pcc-vivace", field, reason));
         for (field, v, lo, hi) in [
             ("exponent", self.exponent, 0.01, 1.0),
             ("latency_coeff", self.latency_coeff, 0.0, 1e6),

@@ -142,7 +142,7 @@ const TREND_GAIN: f64 = 2.0;
 const TREND_RESET: f64 = 100.0;
 
 mod config;
-pub use config::{VivaceConfig, VivaceConfigError};
+pub use config::VivaceConfig;
 
 /// NSDI'18 Eq. 1: u = x^t − b·x·dRTT/dt − c·x·L, x in Mbit/s. `rtt_gradient` is the
 /// gradient after the filters (see [`Vivace::filtered_gradient`]).
@@ -638,9 +638,6 @@ impl CongestionControl for Vivace {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         sock.ssthresh
     }
-
-    /// Never called: Vivace owns cwnd.
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
 
     fn cong_control(&mut self, sock: &mut Sock, rs: &RateSample) {
         self.on_ack(sock, rs);

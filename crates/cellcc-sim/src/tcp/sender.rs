@@ -269,6 +269,12 @@ impl std::fmt::Debug for TcpSender {
 impl TcpSender {
     /// A sender whose connection is established at `now` (no handshake, no RTT sample).
     /// Calls `cc.init`.
+    ///
+    /// `cc` must own cwnd or override `cong_avoid` (Linux's
+    /// `tcp_validate_congestion_control`). Rust cannot see whether a default method was
+    /// overridden, and probing here would feed the controller an ACK and change the run,
+    /// so the rule is checked by behaviour for every registered scheme in the registry's
+    /// tests (`every_scheme_provides_cong_avoid_or_cong_control`).
     pub fn new(
         flow: FlowId,
         cfg: &SenderConfig,

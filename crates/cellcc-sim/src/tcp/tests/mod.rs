@@ -69,7 +69,6 @@ impl CongestionControl for FixedCwnd {
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
         sock.cwnd
     }
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {}
     fn owns_cwnd(&self) -> bool {
         true
     }
