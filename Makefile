@@ -113,15 +113,16 @@ sdist-check: sdist check-cargo
 # The wheel in a fresh venv next to the lowest supported numpy/pandas, without Rust on
 # PATH, outside the checkout: demo, catalogue, a quick reproduction.
 test-wheel: wheel
-	tests/install/wheel_venv.sh $(LOWEST_PYTHON) constraints-lowest.txt $(LOWEST_VENV) $(DIST)/cellcc-*.whl
+	tests/install/wheel_venv.sh $$(tests/install/find_python.sh $(LOWEST_PYTHON)) constraints-lowest.txt $(LOWEST_VENV) $(DIST)/cellcc-*.whl
 	tests/install/check_wheel.sh $(LOWEST_VENV)
 
 # The tests minus `-m slow` on every other interpreter, from the same wheel (the full
 # suite runs on $(PYTHON) in test-python).
 test-interpreters: wheel
 	@for py in $(EXTRA_PYTHONS); do \
-	  if ! command -v $$py >/dev/null 2>&1; then echo "note: $$py not installed: skipped"; continue; fi; \
-	  tests/install/wheel_venv.sh $$py constraints.txt .venv-$$py $(DIST)/cellcc-*.whl && \
+	  if ! exe=$$(tests/install/find_python.sh $$py); then echo "note: $$py not installed: skipped"; continue; fi; \
+	  echo "== $$py ($$exe): the tests minus -m slow, from the wheel"; \
+	  tests/install/wheel_venv.sh $$exe constraints.txt .venv-$$py $(DIST)/cellcc-*.whl && \
 	  CELLCC_REQUIRE_NATIVE=1 .venv-$$py/bin/python -m pytest -q -m "not slow" -p no:cacheprovider || exit 1; \
 	done
 

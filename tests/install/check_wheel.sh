@@ -37,7 +37,8 @@ echo "check_wheel: cellcc demo wrote $(find demo -type f | wc -l) files"
 
 run cellcc experiments list >list.txt 2>&1 || { cat list.txt; fail "cellcc experiments list failed"; }
 grep -q c2tcp-ifip-table1 list.txt || fail "the catalogue does not list c2tcp-ifip-table1"
-echo "check_wheel: the catalogue lists $(grep -c -- '-fig\|-table' list.txt) entries"
+count=$(run python -c 'from cellcc import catalogue; print(len(catalogue.entries()))')
+echo "check_wheel: the installed catalogue has $count entries"
 
 if [ -d "$traces/mahimahi" ]; then
   traces=$(cd "$traces" && pwd)
