@@ -126,8 +126,9 @@ test-interpreters: wheel
 	  CELLCC_REQUIRE_NATIVE=1 .venv-$$py/bin/python -m pytest -q -m "not slow" -p no:cacheprovider || exit 1; \
 	done
 
-# The whole suite against the lowest supported versions.
+# The whole suite against the lowest supported versions, Ray executor included.
 test-lowest: test-wheel
+	$(LOWEST_VENV)/bin/python -m pip install --disable-pip-version-check --quiet -c constraints-lowest.txt ray
 	CELLCC_REQUIRE_NATIVE=1 $(LOWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 test: build browser real test-rust test-python test-wheel test-interpreters
