@@ -6,14 +6,28 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # Marks that the pinned Python dependencies are installed; redone when the pins change.
 DEPS_STAMP := $(VENV)/.cellcc-deps
+# Wheels and the sdist.
+DIST := dist
+# The other interpreters `make test` runs the tests on, from the one abi3 wheel (those
+# not installed are skipped with a note), and the one that runs against the lowest
+# supported dependency versions (constraints-lowest.txt).
+EXTRA_PYTHONS ?= python3.12 python3.13
+LOWEST_PYTHON ?= python3.11
+LOWEST_VENV := .venv-lowest
+# maturin finds zig (the ziglang package) through the python on PATH: the venv's.
+VENV_PATH := PATH="$(abspath $(VENV))/bin:$$PATH"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python lint check-cargo check-python clean
+.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python lint check-cargo check-python clean \
+	wheel sdist sdist-check test-wheel test-interpreters test-lowest
 
 help:
 	@echo "make demo   build, then generate synthetic traces, compare all schemes, write demo-report/"
 	@echo "make test   build, then run the Rust tests and the Python tests"
-	@echo "make venv   create .venv with the pinned Python dependencies"
+	@echo "make venv   create .venv with the pinned Python dependencies (constraints.txt)"
+	@echo "make wheel  build the abi3 manylinux wheel into dist/ (docs/install.md)"
+	@echo "make sdist  build the source distribution into dist/; make sdist-check builds a wheel from it"
+	@echo "make test-lowest  the Python tests against the lowest supported versions (constraints-lowest.txt)"
 	@echo "make build  compile the extension (release) into .venv"
 	@echo "make real   build the real path (BPF congestion controls, loader, emulator) into .venv/bin"
 	@echo "make bench  run the simulator benchmark"
@@ -31,9 +45,9 @@ check-cargo:
 	  echo "error: cargo not found; install the Rust toolchain (rustup, stable >= 1.88) and make sure cargo is on PATH" >&2; \
 	  exit 1; }
 
-$(DEPS_STAMP): requirements-dev.txt pyproject.toml | check-python
+$(DEPS_STAMP): requirements-dev.txt constraints.txt pyproject.toml | check-python
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check --quiet -r requirements-dev.txt
+	$(PY) -m pip install --disable-pip-version-check --quiet -r requirements-dev.txt -c constraints.txt
 	touch $@
 
 venv: $(DEPS_STAMP)
@@ -79,7 +93,46 @@ real: sysdeps $(DEPS_STAMP) check-cargo
 	cargo build --release --locked -p cellcc-kernel -p cellcc-emu
 	install -m 0755 target/release/cellcc-kernel target/release/cellcc-emu target/release/cellcc-flow $(VENV)/bin/
 
-test: build browser real test-rust test-python
+# One abi3 wheel (CPython >= 3.11) for manylinux2014 x86_64, the lowest tag the Rust
+# standard library allows (glibc 2.17). zig links against that glibc whatever the host's;
+# auditwheel shows the symbols it needs. Stripped: the release profile keeps line tables
+# for profiling, which users do not need.
+wheel: $(DEPS_STAMP) check-cargo
+	rm -f $(DIST)/cellcc-*.whl
+	$(VENV_PATH) $(VENV)/bin/maturin build --release --locked --strip --zig --compatibility manylinux2014 --out $(DIST)
+	$(VENV)/bin/auditwheel show $(DIST)/cellcc-*.whl
+
+sdist: $(DEPS_STAMP)
+	rm -f $(DIST)/cellcc-*.tar.gz
+	$(VENV)/bin/maturin sdist --out $(DIST)
+
+# Builds a wheel from the sdist alone, in a clean directory with its own cargo target
+# (a full release build: minutes), as pip does for a platform without a wheel.
+sdist-check: sdist check-cargo
+	tests/install/check_sdist.sh $(PYTHON) $(DIST)/cellcc-*.tar.gz
+
+# The wheel in a fresh venv next to the lowest supported numpy/pandas, without Rust on
+# PATH, outside the checkout: demo, catalogue, a quick reproduction.
+test-wheel: wheel
+	tests/install/wheel_venv.sh $$(tests/install/find_python.sh $(LOWEST_PYTHON)) constraints-lowest.txt $(LOWEST_VENV) $(DIST)/cellcc-*.whl
+	tests/install/check_wheel.sh $(LOWEST_VENV)
+
+# The tests minus `-m slow` on every other interpreter, from the same wheel (the full
+# suite runs on $(PYTHON) in test-python).
+test-interpreters: wheel
+	@for py in $(EXTRA_PYTHONS); do \
+	  if ! exe=$$(tests/install/find_python.sh $$py); then echo "note: $$py not installed: skipped"; continue; fi; \
+	  echo "== $$py ($$exe): the tests minus -m slow, from the wheel"; \
+	  tests/install/wheel_venv.sh $$exe constraints.txt .venv-$$py $(DIST)/cellcc-*.whl && \
+	  CELLCC_REQUIRE_NATIVE=1 .venv-$$py/bin/python -m pytest -q -m "not slow" -p no:cacheprovider || exit 1; \
+	done
+
+# The whole suite against the lowest supported versions, Ray executor included.
+test-lowest: test-wheel
+	$(LOWEST_VENV)/bin/python -m pip install --disable-pip-version-check --quiet -c constraints-lowest.txt ray
+	CELLCC_REQUIRE_NATIVE=1 $(LOWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+test: build browser real test-rust test-python test-wheel test-interpreters
 
 demo: build
 	$(VENV)/bin/cellcc demo
@@ -98,8 +151,8 @@ bench-python: build
 lint: $(DEPS_STAMP) check-cargo sysdeps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	$(VENV)/bin/ruff check python tests/python tests/bench examples
-	$(VENV)/bin/ruff format --check python tests/python tests/bench examples
+	$(VENV)/bin/ruff check python tests/python tests/bench
+	$(VENV)/bin/ruff format --check python tests/python tests/bench
 
 clean:
-	rm -rf $(VENV) demo-report out python/cellcc/_core*.so .pytest_cache
+	rm -rf $(VENV) $(LOWEST_VENV) $(EXTRA_PYTHONS:%=.venv-%) $(DIST) demo-report out python/cellcc/_core*.so .pytest_cache

@@ -1,4 +1,7 @@
-"""The catalogue of reproduced experiments: ``experiments/*.toml`` in the repository.
+"""The catalogue of reproduced experiments: ``experiments/*.toml``, shipped as package data.
+
+The files live in ``cellcc/data/experiments`` (``experiments/`` at the top of a checkout
+links there), so an installed wheel carries the same catalogue as the repository.
 
 Each file is a sweep (docs/experiments.md) with an ``[experiment]`` table naming the
 ``paper``, the ``figure`` or table, a ``description`` and optionally the ``published``
@@ -11,12 +14,13 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from cellcc._native import ScenarioError, UsageError
 
-__all__ = ["CATALOGUE_ENV", "Entry", "catalogue_dir", "entries", "find"]
+__all__ = ["CATALOGUE_ENV", "Entry", "catalogue_dir", "entries", "examples_dir", "find"]
 
 #: Environment variable naming another catalogue directory.
 CATALOGUE_ENV = "CELLCC_EXPERIMENTS"
@@ -37,13 +41,24 @@ class Entry:
 
 
 def catalogue_dir(directory: str | os.PathLike[str] | None = None) -> Path:
-    """The catalogue: ``directory``, else ``$CELLCC_EXPERIMENTS``, else ``experiments/`` of
-    the checkout this package runs from."""
+    """The catalogue: ``directory``, else ``$CELLCC_EXPERIMENTS``, else the package's own
+    ``data/experiments`` (in a checkout or an installed wheel alike)."""
     if directory is not None:
         return Path(directory)
     if os.environ.get(CATALOGUE_ENV):
         return Path(os.environ[CATALOGUE_ENV])
-    return Path(__file__).resolve().parents[2] / "experiments"
+    return _package_data("experiments")
+
+
+def examples_dir() -> Path:
+    """The example scenarios shipped with the package (``examples/`` in a checkout)."""
+    return _package_data("examples")
+
+
+def _package_data(name: str) -> Path:
+    # Wheels install the package as plain files, so the traversable is a real directory
+    # (zip imports are not supported: the runner hands these paths to the Rust core).
+    return Path(os.fspath(resources.files("cellcc") / "data" / name))
 
 
 def _entry(path: Path) -> Entry:

@@ -34,6 +34,9 @@ from cellcc._native import CellccError
 BINARIES = ("cellcc-kernel", "cellcc-emu", "cellcc-flow")
 """The real-path executables, built from crates/cellcc-kernel and crates/cellcc-emu."""
 
+#: The crate that builds each binary, for the ``cargo install`` hint.
+CRATES = {"cellcc-kernel": "cellcc-kernel", "cellcc-emu": "cellcc-emu", "cellcc-flow": "cellcc-emu"}
+
 _REPO = Path(__file__).resolve().parents[2]
 FLOW_PORT = 5201
 """TCP port of ``cellcc-flow recv`` inside the client namespace."""
@@ -45,22 +48,33 @@ class RealPathError(CellccError):
     """The real path cannot run here, or a real run failed; the message says why."""
 
 
+def _cargo_bin() -> Path:
+    """Where ``cargo install`` puts binaries: ``$CARGO_HOME/bin``, else ``~/.cargo/bin``."""
+    home = os.environ.get("CARGO_HOME")
+    return Path(home) / "bin" if home else Path.home() / ".cargo" / "bin"
+
+
 def find_binary(name: str) -> Path:
-    """Where ``name`` is: ``$CELLCC_BIN_DIR``, the venv's ``bin``, ``PATH``, then the
-    repository's ``target/release``. Raises :class:`RealPathError` naming the fix."""
+    """Where ``name`` is: ``$CELLCC_BIN_DIR``, the venv's ``bin``, ``PATH``, cargo's
+    install directory, then the repository's ``target/release``. Raises
+    :class:`RealPathError` naming the install command."""
     candidates: list[Path] = []
     if env := os.environ.get("CELLCC_BIN_DIR"):
         candidates.append(Path(env) / name)
     candidates.append(Path(sys.prefix) / "bin" / name)
     if found := shutil.which(name):
         candidates.append(Path(found))
+    candidates.append(_cargo_bin() / name)
     candidates.append(_REPO / "target" / "release" / name)
     for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
+    crate = CRATES.get(name, name)
     raise RealPathError(
-        f"{name} not found (looked in $CELLCC_BIN_DIR, {sys.prefix}/bin, PATH and "
-        "target/release); build the real path with `make real`"
+        f"{name} not found (looked in $CELLCC_BIN_DIR, {sys.prefix}/bin, PATH, "
+        f"{_cargo_bin()} and target/release); install it from a cellcc checkout with "
+        f"`cargo install --locked --path crates/{crate}` (docs/install.md), or run "
+        "`make real` there"
     )
 
 

@@ -5,8 +5,8 @@
 * ``native`` marks tests that need the compiled core. They are skipped when it is not
   built, except under ``CELLCC_REQUIRE_NATIVE=1`` (set by ``make test`` and so in CI),
   where a missing core is a failure.
-* ``shared_traces`` is the directory of the real (GPL) traces kept beside the checkout;
-  tests using it skip when it is absent.
+* ``shared_traces`` is the directory of the real (GPL) traces kept beside the checkout,
+  also set as ``$CELLCC_TRACES``; tests using it skip when it is absent.
 """
 
 from __future__ import annotations
@@ -38,9 +38,12 @@ def native() -> None:
 
 
 @pytest.fixture
-def shared_traces() -> Path:
+def shared_traces(monkeypatch: pytest.MonkeyPatch) -> Path:
     if not (SHARED_TRACES / "mahimahi").is_dir():
         pytest.skip(f"shared traces not found beside the checkout ({SHARED_TRACES.name}/)")
+    # The catalogue's relative traces_dir only reaches them from a checkout; an installed
+    # wheel's copy of the catalogue is found through $CELLCC_TRACES, as a user's would be.
+    monkeypatch.setenv("CELLCC_TRACES", str(SHARED_TRACES))
     return SHARED_TRACES
 
 

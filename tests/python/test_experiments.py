@@ -1,11 +1,13 @@
 """The experiment catalogue (experiments/*.toml), `reproduce` and its reports."""
 
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+import cellcc
 from cellcc import catalogue, runner
 from cellcc.cli import app
 from cellcc.sweep import load_sweep
@@ -29,6 +31,19 @@ def test_catalogue_lists_every_file():
     assert result.exit_code == 0, result.output
     for entry_id in ids:
         assert entry_id in result.stdout
+
+
+def test_catalogue_and_examples_are_package_data(monkeypatch):
+    """The default catalogue is the package's own data, so an installed wheel has it; in
+    a checkout, experiments/ and examples/ at the top level are the same directories."""
+    monkeypatch.delenv(catalogue.CATALOGUE_ENV, raising=False)
+    package = Path(cellcc.__file__).resolve().parent
+    assert catalogue.catalogue_dir().resolve() == package / "data" / "experiments"
+    assert (catalogue.examples_dir() / "two-flows-constant.toml").is_file()
+    checkout = package.parents[1]
+    if (checkout / "crates" / "cellcc-py").is_dir():
+        assert (checkout / "experiments").resolve() == catalogue.catalogue_dir().resolve()
+        assert (checkout / "examples").resolve() == catalogue.examples_dir().resolve()
 
 
 @pytest.mark.parametrize("quick", [False, True])

@@ -43,6 +43,67 @@ def test_find_binary_names_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         realpath.find_binary("no-such-binary")
 
 
+def _isolate_search(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Empty every place find_binary looks: no CELLCC_BIN_DIR, an empty PATH, a cargo home
+    and a repository without the binaries."""
+    monkeypatch.delenv("CELLCC_BIN_DIR", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo-home"))
+    monkeypatch.setattr(realpath.sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setattr(realpath, "_REPO", tmp_path / "checkout")
+
+
+def _install_fake(directory: Path, name: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(ECHO)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_find_binary_searches_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _isolate_search(monkeypatch, tmp_path)
+    installed = _install_fake(tmp_path / "elsewhere", "cellcc-emu")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'empty-path'}{os.pathsep}{tmp_path / 'elsewhere'}")
+    assert realpath.find_binary("cellcc-emu") == installed
+
+
+def test_find_binary_searches_cargo_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _isolate_search(monkeypatch, tmp_path)
+    installed = _install_fake(tmp_path / "cargo-home" / "bin", "cellcc-kernel")
+    assert realpath.find_binary("cellcc-kernel") == installed
+
+
+def test_find_binary_defaults_to_home_cargo_bin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _isolate_search(monkeypatch, tmp_path)
+    monkeypatch.delenv("CARGO_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    installed = _install_fake(tmp_path / "home" / ".cargo" / "bin", "cellcc-flow")
+    assert realpath.find_binary("cellcc-flow") == installed
+
+
+@pytest.mark.parametrize(
+    ("name", "crate"),
+    [
+        ("cellcc-kernel", "cellcc-kernel"),
+        ("cellcc-emu", "cellcc-emu"),
+        ("cellcc-flow", "cellcc-emu"),
+    ],
+)
+def test_missing_binary_names_the_cargo_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, crate: str
+) -> None:
+    _isolate_search(monkeypatch, tmp_path)
+    with pytest.raises(realpath.RealPathError) as raised:
+        realpath.find_binary(name)
+    message = str(raised.value)
+    assert f"{name} not found" in message
+    assert f"cargo install --locked --path crates/{crate}" in message
+    assert str(tmp_path / "cargo-home" / "bin") in message
+
+
 @pytest.mark.parametrize("command", ["kernel", "emu"])
 def test_pass_through_hands_every_argument_over(fake_bin: Path, command: str) -> None:
     # The command replaces the Python process, so run it as a real subprocess.

@@ -416,10 +416,6 @@ impl CongestionControl for Held {
         sock.cwnd.max(2)
     }
 
-    fn cong_avoid(&mut self, _sock: &mut Sock, _acked: u32) {
-        // Never called: `owns_cwnd` routes every ACK to `cong_control`.
-    }
-
     fn cong_control(&mut self, _sock: &mut Sock, _rs: &RateSample) {}
 
     fn owns_cwnd(&self) -> bool {
