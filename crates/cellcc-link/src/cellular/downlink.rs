@@ -38,7 +38,7 @@ use std::collections::VecDeque;
 use cellcc_units::{Dur, Time};
 
 use super::{Occasions, OccasionsError, TddConfig};
-use crate::impair::{positive_dur_ms, ParamError};
+use crate::params::{positive_dur_ms, ParamError};
 use crate::queue::DroppedPacket;
 use crate::stage::{Released, Stage};
 

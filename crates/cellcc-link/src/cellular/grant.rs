@@ -66,7 +66,7 @@ use std::collections::VecDeque;
 use cellcc_units::{Dur, Time};
 
 use super::{offset_below, Occasions, OccasionsError, TddConfig, TddPattern};
-use crate::impair::{dur_ms, positive_dur_ms, ParamError};
+use crate::params::{dur_ms, positive_dur_ms, ParamError};
 use crate::queue::DroppedPacket;
 use crate::stage::{Released, Stage};
 
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn the_table_spelling_and_defaults() {
-        use crate::impair::test_value::{from, V};
+        use crate::params::test_value::{from, V};
         let c: UplinkGrantConfig = from(V::M(vec![
             ("sr_period_ms", V::F(10.0)),
             (

@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
-use super::{positive_dur_ms, probability, ParamError};
 use crate::loss::BernoulliLoss;
+use crate::params::{positive_dur_ms, probability, ParamError};
 use crate::queue::DroppedPacket;
 use crate::stage::{Released, Stage};
 
@@ -193,7 +193,7 @@ impl<T> Stage<T> for Harq<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::impair::test_value::{from, V};
+    use crate::params::test_value::{from, V};
 
     #[test]
     fn the_table_spelling_and_defaults() {

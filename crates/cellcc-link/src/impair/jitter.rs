@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
-use super::{dur_ms, ms_sample_to_dur, unit_f64, unit_f64_nonzero, ParamError};
+use crate::params::{dur_ms, ms_sample_to_dur, unit_f64, unit_f64_nonzero, ParamError};
 use crate::queue::DroppedPacket;
 use crate::stage::{Released, Stage};
 
@@ -159,7 +159,7 @@ impl<T> Stage<T> for Jitter<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::impair::test_value::{from, V};
+    use crate::params::test_value::{from, V};
 
     #[test]
     fn the_table_spelling() {
