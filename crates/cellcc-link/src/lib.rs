@@ -66,6 +66,7 @@ mod link;
 mod loss;
 mod params;
 mod queue;
+mod release;
 mod service;
 mod stage;
 pub mod synth;
@@ -95,6 +96,7 @@ pub use loss::{
 };
 pub use params::ParamError;
 pub use queue::{DropReason, DroppedPacket, Fifo, Limits, Overflow, PacketQueue, Queued};
+pub use release::ReleaseQueue;
 pub use service::{LinkConfigError, LinkService, MAHIMAHI_FRAMING_BYTES};
 pub use stage::{Delay, Released, Stage};
 pub use trace::{
