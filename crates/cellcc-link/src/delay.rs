@@ -32,6 +32,7 @@ impl<T> DelayLine<T> {
     /// Sends `item` at `now`; it is released at `now + delay`. Pushes must come in
     /// non-decreasing `now` order (they do in an event-driven simulation), which keeps
     /// the line FIFO.
+    #[inline]
     pub fn push(&mut self, now: Time, item: T) {
         let release = now.saturating_add(self.delay);
         debug_assert!(
@@ -50,11 +51,13 @@ impl<T> DelayLine<T> {
 
     /// Like [`DelayLine::pop_ready`], with the item's release time (useful when called
     /// after that time).
+    #[inline]
     pub fn pop_ready_with_time(&mut self, now: Time) -> Option<(Time, T)> {
         self.in_flight.pop_due(now)
     }
 
     /// Release time of the oldest item, if any.
+    #[inline]
     pub fn next_wakeup(&self) -> Option<Time> {
         self.in_flight.next_wakeup()
     }

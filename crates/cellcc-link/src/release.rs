@@ -56,14 +56,20 @@ impl<T> ReleaseQueue<T> {
     /// time at or before `at`, and before every one with a later time.
     #[inline]
     pub fn push(&mut self, at: Time, item: T) {
-        match self.pending.back() {
-            // Invariant 1: after the last equal time, so ties keep push order.
-            Some(&(last, _)) if last > at => {
-                let index = self.pending.partition_point(|&(t, _)| t <= at);
-                self.pending.insert(index, (at, item));
-            }
-            _ => self.pending.push_back((at, item)),
+        if self.pending.back().is_some_and(|&(last, _)| last > at) {
+            self.insert_in_order(at, item);
+        } else {
+            self.pending.push_back((at, item));
         }
+    }
+
+    /// `push` for an item due before the last pending one. Kept out of line so that the
+    /// common in-order `push` stays small enough to inline into the simulator's hot path.
+    #[inline(never)]
+    fn insert_in_order(&mut self, at: Time, item: T) {
+        // Invariant 1: after the last equal time, so ties keep push order.
+        let index = self.pending.partition_point(|&(t, _)| t <= at);
+        self.pending.insert(index, (at, item));
     }
 
     /// The first pending item if it is due at `now`, with its release time. For a queue
