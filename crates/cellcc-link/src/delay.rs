@@ -5,23 +5,23 @@
 //! Differences from Mahimahi:
 //! 1. The delay is any number of nanoseconds; `mm-delay` takes whole milliseconds.
 
-use std::collections::VecDeque;
-
 use cellcc_units::{Dur, Time};
+
+use crate::release::ReleaseQueue;
 
 /// A FIFO of items in flight for a fixed time.
 #[derive(Clone, Debug)]
 pub struct DelayLine<T> {
     delay: Dur,
-    /// (release time, item), release times non-decreasing.
-    in_flight: VecDeque<(Time, T)>,
+    /// Release times non-decreasing (pushes come in time order), taken out by `pop_due`.
+    in_flight: ReleaseQueue<T>,
 }
 
 impl<T> DelayLine<T> {
     pub fn new(delay: Dur) -> Self {
         DelayLine {
             delay,
-            in_flight: VecDeque::new(),
+            in_flight: ReleaseQueue::new(),
         }
     }
 
@@ -32,15 +32,16 @@ impl<T> DelayLine<T> {
     /// Sends `item` at `now`; it is released at `now + delay`. Pushes must come in
     /// non-decreasing `now` order (they do in an event-driven simulation), which keeps
     /// the line FIFO.
+    #[inline]
     pub fn push(&mut self, now: Time, item: T) {
         let release = now.saturating_add(self.delay);
         debug_assert!(
             self.in_flight
-                .back()
-                .is_none_or(|&(last, _)| last <= release),
+                .last_pending()
+                .is_none_or(|last| last <= release),
             "pushes must be in time order for a fixed delay to stay FIFO"
         );
-        self.in_flight.push_back((release, item));
+        self.in_flight.push(release, item);
     }
 
     /// The oldest item whose release time is at or before `now`.
@@ -50,16 +51,15 @@ impl<T> DelayLine<T> {
 
     /// Like [`DelayLine::pop_ready`], with the item's release time (useful when called
     /// after that time).
+    #[inline]
     pub fn pop_ready_with_time(&mut self, now: Time) -> Option<(Time, T)> {
-        match self.in_flight.front() {
-            Some(&(release, _)) if release <= now => self.in_flight.pop_front(),
-            _ => None,
-        }
+        self.in_flight.pop_due(now)
     }
 
     /// Release time of the oldest item, if any.
+    #[inline]
     pub fn next_wakeup(&self) -> Option<Time> {
-        self.in_flight.front().map(|&(release, _)| release)
+        self.in_flight.next_wakeup()
     }
 
     pub fn len(&self) -> usize {

@@ -60,10 +60,13 @@ mod aqm;
 mod cell;
 mod cellular;
 mod delay;
+mod discipline;
 mod impair;
 mod link;
 mod loss;
+mod params;
 mod queue;
+mod release;
 mod service;
 mod stage;
 pub mod synth;
@@ -82,16 +85,20 @@ pub use cellular::{
     SchedulingConfig, TddConfig, TddOverride, UplinkGrant, UplinkGrantConfig, PRESETS,
 };
 pub use delay::DelayLine;
+pub use discipline::{QueueSpec, QueueSpecError};
 pub use impair::{
-    GilbertElliott, GilbertElliottConfig, Harq, HarqConfig, HarqStats, Jitter, JitterConfig,
-    OutageConfig, OutageKind, OutageWindow, Outages, ParamError,
+    Harq, HarqConfig, HarqStats, Jitter, JitterConfig, OutageConfig, OutageKind, OutageWindow,
+    Outages,
 };
 pub use link::{Departure, EnqueueResult, Link, LinkStats};
-pub use loss::{BernoulliLoss, LossConfig, LossError, LossModel};
-pub use queue::{
-    DropReason, DroppedPacket, Fifo, Limits, Overflow, PacketQueue, QueueSpec, QueueSpecError,
-    Queued,
+pub use loss::{
+    BernoulliLoss, GilbertElliott, GilbertElliottConfig, LossConfig, LossError, LossModel,
 };
-pub use service::{LinkConfigError, LinkService, TraceMode, MAHIMAHI_FRAMING_BYTES};
+pub use params::ParamError;
+pub use queue::{DropReason, DroppedPacket, Fifo, Limits, Overflow, PacketQueue, Queued};
+pub use release::ReleaseQueue;
+pub use service::{LinkConfigError, LinkService, MAHIMAHI_FRAMING_BYTES};
 pub use stage::{Delay, Released, Stage};
-pub use trace::{Trace, TraceError, TraceStats, NOMINAL_PACKET_BYTES, OPPORTUNITY_BYTES};
+pub use trace::{
+    Trace, TraceError, TraceMode, TraceStats, NOMINAL_PACKET_BYTES, OPPORTUNITY_BYTES,
+};

@@ -42,8 +42,9 @@ use std::collections::VecDeque;
 
 use cellcc_units::{Dur, Time};
 
+use crate::discipline::{Discipline, QueueSpec};
 use crate::impair::{OutageKind, Outages};
-use crate::queue::{Discipline, DropReason, DroppedPacket, PacketQueue, QueueSpec, Queued};
+use crate::queue::{DropReason, DroppedPacket, PacketQueue, Queued};
 use crate::service::{LinkConfigError, LinkService, Opportunities, Serializer};
 use crate::trace::OPPORTUNITY_BYTES;
 

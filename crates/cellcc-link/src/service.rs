@@ -15,27 +15,14 @@ use std::sync::Arc;
 
 use cellcc_units::{Bandwidth, Dur, Time, NS_PER_S};
 
+use crate::discipline::QueueSpecError;
 use crate::impair::Outages;
-use crate::queue::QueueSpecError;
-use crate::trace::{Position, Trace, OPPORTUNITY_BYTES};
+use crate::trace::{Position, Trace, TraceMode, OPPORTUNITY_BYTES};
 
 /// Bytes Mahimahi adds to every packet it carries: the TUN packet-information header
 /// (flags + protocol) read along with the IP packet, so a 1500-byte IP packet fills one
 /// 1504-byte opportunity and a 52-byte ACK costs 56.
 pub const MAHIMAHI_FRAMING_BYTES: u32 = 4;
-
-/// Whether a trace link repeats its trace.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum TraceMode {
-    /// Repeat forever with period = last timestamp (Mahimahi's default).
-    #[default]
-    Loop,
-    /// Play the trace once, then deliver nothing, forever (`mm-link --once`).
-    Once,
-}
 
 /// What limits how fast the link sends.
 #[derive(Clone, Debug)]

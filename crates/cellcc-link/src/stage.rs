@@ -10,10 +10,16 @@
 //! Stages are sans-I/O: time comes in as arguments; a stage that needs randomness owns a
 //! seeded generator handed to it at construction, so the same inputs give the same
 //! outputs.
+//!
+//! A stage that holds packets for a time ([`Delay`], `Jitter`, `Harq`, the two cellular
+//! gates) computes each packet's release time by its own rule and keeps the packet in a
+//! [`ReleaseQueue`] until then; `advance`, `pop_output`, `next_wakeup` and `len` are the
+//! queue's.
 
-use cellcc_units::Time;
+use cellcc_units::{Dur, Time};
 
 use crate::queue::DroppedPacket;
+use crate::release::ReleaseQueue;
 
 /// A packet leaving a stage.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,49 +50,64 @@ pub trait Stage<T> {
     }
 }
 
-/// Fixed propagation delay as a stage ([`crate::DelayLine`] carrying IP lengths).
+/// Packets held by a stage, with their IP lengths.
+pub(crate) type HeldPackets<T> = ReleaseQueue<(T, u32)>;
+
+impl<T> HeldPackets<T> {
+    /// The next packet released by `advance`, as [`Stage::pop_output`] hands it on.
+    #[inline]
+    pub(crate) fn pop_output(&mut self) -> Option<Released<T>> {
+        self.pop_released()
+            .map(|(at, (item, ip_len))| Released { item, ip_len, at })
+    }
+}
+
+/// Fixed propagation delay as a stage (what [`crate::DelayLine`] does, carrying IP
+/// lengths): release rule `now + delay`.
 #[derive(Clone, Debug)]
 pub struct Delay<T> {
-    line: crate::DelayLine<(T, u32)>,
-    out: std::collections::VecDeque<Released<T>>,
+    delay: Dur,
+    held: HeldPackets<T>,
 }
 
 impl<T> Delay<T> {
-    pub fn new(delay: cellcc_units::Dur) -> Self {
+    pub fn new(delay: Dur) -> Self {
         Delay {
-            line: crate::DelayLine::new(delay),
-            out: std::collections::VecDeque::new(),
+            delay,
+            held: HeldPackets::new(),
         }
     }
 }
 
 impl<T> Stage<T> for Delay<T> {
     fn push(&mut self, now: Time, item: T, ip_len: u32) {
-        self.line.push(now, (item, ip_len));
+        let release = now.saturating_add(self.delay);
+        debug_assert!(
+            self.held.last_pending().is_none_or(|last| last <= release),
+            "pushes must be in time order for a fixed delay to stay FIFO"
+        );
+        self.held.push(release, (item, ip_len));
     }
     fn advance(&mut self, now: Time) {
-        while let Some((at, (item, ip_len))) = self.line.pop_ready_with_time(now) {
-            self.out.push_back(Released { item, ip_len, at });
-        }
+        self.held.advance(now);
     }
     fn pop_output(&mut self) -> Option<Released<T>> {
-        self.out.pop_front()
+        self.held.pop_output()
     }
     fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
         None
     }
     fn next_wakeup(&self) -> Option<Time> {
-        self.line.next_wakeup()
+        self.held.next_wakeup()
     }
     fn len(&self) -> usize {
-        self.line.len() + self.out.len()
+        self.held.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cellcc_units::Dur;
 
     #[test]
     fn delay_stage_releases_after_the_delay_with_release_times() {

@@ -20,8 +20,6 @@ use std::path::Path;
 
 use cellcc_units::{Dur, Time, NS_PER_MS};
 
-use crate::service::TraceMode;
-
 /// Bytes Mahimahi lets through at each delivery opportunity (`PACKET_SIZE = 1504` in
 /// link_queue.cc: the largest TUN read, a 1500-byte IP packet plus the 4-byte
 /// packet-information header).
@@ -30,6 +28,19 @@ pub const OPPORTUNITY_BYTES: u32 = 1504;
 /// Bytes per opportunity in the "capacity" convention of Mahimahi's man page and trace
 /// README, and of published mean rates (lines × 1500 × 8 / duration).
 pub const NOMINAL_PACKET_BYTES: u32 = 1500;
+
+/// Whether a trace link repeats its trace.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceMode {
+    /// Repeat forever with period = last timestamp (Mahimahi's default).
+    #[default]
+    Loop,
+    /// Play the trace once, then deliver nothing, forever (`mm-link --once`).
+    Once,
+}
 
 /// Longest part of an offending line quoted back in an error message.
 const MAX_QUOTED_CHARS: usize = 40;

@@ -11,7 +11,8 @@ use serde::de::{IntoDeserializer, Visitor};
 use serde::Deserialize;
 
 use super::*;
-use crate::queue::{PacketQueue, QueueSpec, Queued};
+use crate::discipline::QueueSpec;
+use crate::queue::{PacketQueue, Queued};
 
 /// A scalar of a scenario table, to deserialize a `QueueSpec` as the scenario loader
 /// does (an internally tagged map) without a TOML parser.

@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use cellcc_units::{Bandwidth, Dur, Time, NS_PER_S};
 
-use crate::service::{TraceMode, MAHIMAHI_FRAMING_BYTES};
-use crate::trace::{Position, Trace, OPPORTUNITY_BYTES};
+use crate::service::MAHIMAHI_FRAMING_BYTES;
+use crate::trace::{Position, Trace, TraceMode, OPPORTUNITY_BYTES};
 
 /// Bits per byte, for rate arithmetic.
 const BITS_PER_BYTE: u128 = 8;

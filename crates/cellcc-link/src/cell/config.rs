@@ -7,9 +7,8 @@ use cellcc_units::{Bandwidth, Dur};
 use serde::{Deserialize, Serialize};
 
 use super::{SchedulerKind, UeChannel};
-use crate::queue::{QueueSpec, QueueSpecError};
-use crate::service::TraceMode;
-use crate::trace::{Trace, TraceError};
+use crate::discipline::{QueueSpec, QueueSpecError};
+use crate::trace::{Trace, TraceError, TraceMode};
 
 /// The LTE TTI: one 1 ms subframe (3GPP TS 36.211 §4).
 pub const LTE_TTI: Dur = Dur::from_ms(1);

@@ -81,8 +81,9 @@ use std::collections::VecDeque;
 use cellcc_units::{Dur, Time};
 use serde::{Deserialize, Serialize};
 
+use crate::discipline::Discipline;
 use crate::link::{Departure, EnqueueResult};
-use crate::queue::{Discipline, DropReason, DroppedPacket, PacketQueue, Queued};
+use crate::queue::{DropReason, DroppedPacket, PacketQueue, Queued};
 use channel::{tti_start, Cursor};
 use scheduler::{Candidate, Scheduler};
 

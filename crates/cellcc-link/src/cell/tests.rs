@@ -5,9 +5,8 @@ use std::sync::Arc;
 use cellcc_units::Bandwidth;
 
 use super::*;
-use crate::queue::QueueSpec;
-use crate::service::TraceMode;
-use crate::trace::Trace;
+use crate::discipline::QueueSpec;
+use crate::trace::{Trace, TraceMode};
 
 const MS: Dur = Dur::from_ms(1);
 

@@ -33,14 +33,12 @@
 //! 2. Delivery is at the start of the served TTI; decoding time at the UE is part of the
 //!    propagation delay.
 
-use std::collections::VecDeque;
-
 use cellcc_units::{Dur, Time};
 
 use super::{Occasions, OccasionsError, TddConfig};
-use crate::impair::{positive_dur_ms, ParamError};
+use crate::params::{positive_dur_ms, ParamError};
 use crate::queue::DroppedPacket;
-use crate::stage::{Released, Stage};
+use crate::stage::{HeldPackets, Released, Stage};
 
 /// Downlink gate parameters. Defaults: LTE, 1 ms TTI, served every TTI, FDD.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -128,9 +126,8 @@ pub struct BurstStats {
 #[derive(Clone, Debug)]
 pub struct DownlinkGate<T> {
     served: Occasions,
-    /// (release time, item, IP length), release times non-decreasing.
-    held: VecDeque<(Time, T, u32)>,
-    out: VecDeque<Released<T>>,
+    /// Release times non-decreasing (see `push`).
+    held: HeldPackets<T>,
     last_burst: Option<Time>,
     stats: BurstStats,
 }
@@ -141,8 +138,7 @@ impl<T> DownlinkGate<T> {
         let (served, _) = cfg.served()?;
         Ok(DownlinkGate {
             served,
-            held: VecDeque::new(),
-            out: VecDeque::new(),
+            held: HeldPackets::new(),
             last_burst: None,
             stats: BurstStats::default(),
         })
@@ -162,18 +158,15 @@ impl<T> Stage<T> for DownlinkGate<T> {
         }
         self.stats.packets += 1;
         self.stats.ip_bytes += u64::from(ip_len);
-        self.held.push_back((release, item, ip_len));
+        self.held.push(release, (item, ip_len));
     }
 
     fn advance(&mut self, now: Time) {
-        while self.held.front().is_some_and(|&(at, _, _)| at <= now) {
-            let (at, item, ip_len) = self.held.pop_front().expect("checked just above");
-            self.out.push_back(Released { item, ip_len, at });
-        }
+        self.held.advance(now);
     }
 
     fn pop_output(&mut self) -> Option<Released<T>> {
-        self.out.pop_front()
+        self.held.pop_output()
     }
 
     fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
@@ -181,10 +174,10 @@ impl<T> Stage<T> for DownlinkGate<T> {
     }
 
     fn next_wakeup(&self) -> Option<Time> {
-        self.held.front().map(|&(at, _, _)| at)
+        self.held.next_wakeup()
     }
 
     fn len(&self) -> usize {
-        self.held.len() + self.out.len()
+        self.held.len()
     }
 }

@@ -66,9 +66,9 @@ use std::collections::VecDeque;
 use cellcc_units::{Dur, Time};
 
 use super::{offset_below, Occasions, OccasionsError, TddConfig, TddPattern};
-use crate::impair::{dur_ms, positive_dur_ms, ParamError};
+use crate::params::{dur_ms, positive_dur_ms, ParamError};
 use crate::queue::DroppedPacket;
-use crate::stage::{Released, Stage};
+use crate::stage::{HeldPackets, Released, Stage};
 
 /// Uplink grant gate parameters. Defaults: LTE FDD with a 5 ms SR period (the
 /// `lte-fdd-sr5` preset).
@@ -204,9 +204,8 @@ pub struct UplinkGrant<T> {
     /// Grants answering SRs already sent, increasing; those before the last arrival are
     /// pruned lazily.
     sr_grants: VecDeque<Time>,
-    /// (release time, item, IP length), release times non-decreasing.
-    held: VecDeque<(Time, T, u32)>,
-    out: VecDeque<Released<T>>,
+    /// Release times non-decreasing (see `push`).
+    held: HeldPackets<T>,
     stats: GrantStats,
 }
 
@@ -217,8 +216,7 @@ impl<T> UplinkGrant<T> {
             schedule: Schedule::new(cfg)?,
             buffer: UeBuffer::Empty,
             sr_grants: VecDeque::new(),
-            held: VecDeque::new(),
-            out: VecDeque::new(),
+            held: HeldPackets::new(),
             stats: GrantStats::default(),
         })
     }
@@ -285,22 +283,19 @@ impl<T> Stage<T> for UplinkGrant<T> {
         let grant = self.grant_for(now);
         let release = self.schedule.tx_time(grant);
         debug_assert!(
-            self.held.back().is_none_or(|&(last, _, _)| last <= release),
+            self.held.last_pending().is_none_or(|last| last <= release),
             "grants are non-decreasing in arrival order and tx_time is monotone"
         );
-        self.held.push_back((release, item, ip_len));
+        self.held.push(release, (item, ip_len));
         self.stats.packets += 1;
     }
 
     fn advance(&mut self, now: Time) {
-        while self.held.front().is_some_and(|&(at, _, _)| at <= now) {
-            let (at, item, ip_len) = self.held.pop_front().expect("checked just above");
-            self.out.push_back(Released { item, ip_len, at });
-        }
+        self.held.advance(now);
     }
 
     fn pop_output(&mut self) -> Option<Released<T>> {
-        self.out.pop_front()
+        self.held.pop_output()
     }
 
     fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
@@ -308,11 +303,11 @@ impl<T> Stage<T> for UplinkGrant<T> {
     }
 
     fn next_wakeup(&self) -> Option<Time> {
-        self.held.front().map(|&(at, _, _)| at)
+        self.held.next_wakeup()
     }
 
     fn len(&self) -> usize {
-        self.held.len() + self.out.len()
+        self.held.len()
     }
 }
 
@@ -322,7 +317,7 @@ mod tests {
 
     #[test]
     fn the_table_spelling_and_defaults() {
-        use crate::impair::test_value::{from, V};
+        use crate::params::test_value::{from, V};
         let c: UplinkGrantConfig = from(V::M(vec![
             ("sr_period_ms", V::F(10.0)),
             (

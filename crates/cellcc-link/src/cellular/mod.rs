@@ -42,7 +42,7 @@ pub use presets::{preset, Preset, ResolvedScheduling, SchedulingConfig, TddOverr
 
 use cellcc_units::{Dur, Time};
 
-use crate::impair::{dur_ms, positive_dur_ms, ParamError};
+use crate::params::{dur_ms, positive_dur_ms, ParamError};
 
 /// Most schedule instants one repetition of a pattern may hold (an SR or TTI grid
 /// combined with a TDD period). Realistic settings need at most a few hundred; the bound

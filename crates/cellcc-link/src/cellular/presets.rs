@@ -40,7 +40,7 @@
 //!   of the paper, not parameters it reports.
 
 use super::{DownlinkGate, DownlinkGateConfig, TddConfig, UplinkGrant, UplinkGrantConfig};
-use crate::impair::ParamError;
+use crate::params::ParamError;
 
 /// A named set of scheduling parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -312,7 +312,7 @@ impl SchedulingConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::impair::test_value::{from, V};
+    use crate::params::test_value::{from, V};
 
     #[test]
     fn every_preset_resolves_and_names_are_unique() {

@@ -28,15 +28,13 @@
 //! unit of retransmission (a transport block may hold several); the RLC reordering timer
 //! (`t-Reordering`) never expires early.
 
-use std::collections::BTreeMap;
-
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
-use super::{positive_dur_ms, probability, ParamError};
 use crate::loss::BernoulliLoss;
+use crate::params::{positive_dur_ms, probability, ParamError};
 use crate::queue::DroppedPacket;
-use crate::stage::{Released, Stage};
+use crate::stage::{HeldPackets, Released, Stage};
 
 /// Most retransmissions allowed; 3GPP's `maxHARQ-Tx` goes up to 28 transmissions.
 const MAX_RETX_LIMIT: u32 = 28;
@@ -104,10 +102,8 @@ pub struct Harq<T> {
     rtt: Dur,
     rng: ChaCha8Rng,
     last_release: Time,
-    /// Held packets by (release time, arrival number): release order, ties in arrival order.
-    held: BTreeMap<(Time, u64), (T, u32)>,
-    arrivals: u64,
-    out: std::collections::VecDeque<Released<T>>,
+    /// Release order, ties in arrival order; out of arrival order unless `in_order`.
+    held: HeldPackets<T>,
     stats: HarqStats,
 }
 
@@ -121,9 +117,7 @@ impl<T> Harq<T> {
             config,
             rng,
             last_release: Time::ZERO,
-            held: BTreeMap::new(),
-            arrivals: 0,
-            out: std::collections::VecDeque::new(),
+            held: HeldPackets::new(),
             stats: HarqStats::default(),
         })
     }
@@ -158,23 +152,15 @@ impl<T> Stage<T> for Harq<T> {
             own
         };
         self.last_release = self.last_release.max(release);
-        self.held.insert((release, self.arrivals), (item, ip_len));
-        self.arrivals += 1;
+        self.held.push(release, (item, ip_len));
     }
 
     fn advance(&mut self, now: Time) {
-        while let Some(entry) = self.held.first_entry() {
-            let (at, _) = *entry.key();
-            if at > now {
-                break;
-            }
-            let (item, ip_len) = entry.remove();
-            self.out.push_back(Released { item, ip_len, at });
-        }
+        self.held.advance(now);
     }
 
     fn pop_output(&mut self) -> Option<Released<T>> {
-        self.out.pop_front()
+        self.held.pop_output()
     }
 
     fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
@@ -182,18 +168,18 @@ impl<T> Stage<T> for Harq<T> {
     }
 
     fn next_wakeup(&self) -> Option<Time> {
-        self.held.keys().next().map(|&(at, _)| at)
+        self.held.next_wakeup()
     }
 
     fn len(&self) -> usize {
-        self.held.len() + self.out.len()
+        self.held.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::impair::test_value::{from, V};
+    use crate::params::test_value::{from, V};
 
     #[test]
     fn the_table_spelling_and_defaults() {

@@ -24,14 +24,12 @@
 //! from the platform's maths library, whose last-bit differences can change a sample by at
 //! most about a nanosecond on another platform.
 
-use std::collections::VecDeque;
-
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
-use super::{dur_ms, ms_sample_to_dur, unit_f64, unit_f64_nonzero, ParamError};
+use crate::params::{dur_ms, ms_sample_to_dur, unit_f64, unit_f64_nonzero, ParamError};
 use crate::queue::DroppedPacket;
-use crate::stage::{Released, Stage};
+use crate::stage::{HeldPackets, Released, Stage};
 
 /// The extra-delay distribution: `jitter = { dist = "uniform", max_ms = 5.0 }`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -100,9 +98,8 @@ pub struct Jitter<T> {
     config: JitterConfig,
     rng: ChaCha8Rng,
     last_release: Time,
-    /// (release time, item, IP length), release times non-decreasing.
-    held: VecDeque<(Time, T, u32)>,
-    out: VecDeque<Released<T>>,
+    /// Release times non-decreasing (see `push`).
+    held: HeldPackets<T>,
 }
 
 impl<T> Jitter<T> {
@@ -113,8 +110,7 @@ impl<T> Jitter<T> {
             config,
             rng,
             last_release: Time::ZERO,
-            held: VecDeque::new(),
-            out: VecDeque::new(),
+            held: HeldPackets::new(),
         })
     }
 
@@ -129,18 +125,15 @@ impl<T> Stage<T> for Jitter<T> {
         // FIFO: never before the previous packet.
         let release = now.saturating_add(extra).max(self.last_release);
         self.last_release = release;
-        self.held.push_back((release, item, ip_len));
+        self.held.push(release, (item, ip_len));
     }
 
     fn advance(&mut self, now: Time) {
-        while self.held.front().is_some_and(|&(at, _, _)| at <= now) {
-            let (at, item, ip_len) = self.held.pop_front().expect("checked just above");
-            self.out.push_back(Released { item, ip_len, at });
-        }
+        self.held.advance(now);
     }
 
     fn pop_output(&mut self) -> Option<Released<T>> {
-        self.out.pop_front()
+        self.held.pop_output()
     }
 
     fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
@@ -148,18 +141,18 @@ impl<T> Stage<T> for Jitter<T> {
     }
 
     fn next_wakeup(&self) -> Option<Time> {
-        self.held.front().map(|&(at, _, _)| at)
+        self.held.next_wakeup()
     }
 
     fn len(&self) -> usize {
-        self.held.len() + self.out.len()
+        self.held.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::impair::test_value::{from, V};
+    use crate::params::test_value::{from, V};
 
     #[test]
     fn the_table_spelling() {

@@ -26,7 +26,7 @@
 
 use cellcc_units::{Dur, Time};
 
-use super::{dur_s, ParamError};
+use crate::params::{dur_s, ParamError};
 
 /// What an outage does to the traffic.
 #[derive(
@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn the_table_spelling() {
-        use crate::impair::test_value::{from, V};
+        use crate::params::test_value::{from, V};
         let c: OutageConfig =
             from(V::M(vec![("start_s", V::F(10.0)), ("duration_s", V::I(2))])).unwrap();
         assert_eq!(c.kind, OutageKind::Stall);

@@ -30,8 +30,8 @@
 
 use rand_core::Rng;
 
-use super::{probability, ParamError};
-use crate::loss::BernoulliLoss;
+use super::BernoulliLoss;
+use crate::params::{probability, ParamError};
 
 /// Gilbert–Elliott parameters: `loss = { model = "gilbert-elliott", p = 0.01, r = 0.3 }`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

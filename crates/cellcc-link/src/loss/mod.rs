@@ -12,9 +12,13 @@
 //!    stay aligned across runs with different `p` from the same seed: the packets lost
 //!    at a lower `p` are a subset of those lost at a higher one.
 
+mod gilbert;
+
 use rand_core::Rng;
 
-use crate::impair::{probability, GilbertElliott, GilbertElliottConfig, ParamError};
+use crate::params::{probability, ParamError};
+
+pub use gilbert::{GilbertElliott, GilbertElliottConfig};
 
 /// 2^64 as a float (exact).
 const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
@@ -224,7 +228,7 @@ mod tests {
 
     #[test]
     fn loss_config_spellings() {
-        use crate::impair::test_value::{from, V};
+        use crate::params::test_value::{from, V};
         assert_eq!(
             from::<LossConfig>(V::F(0.01)).unwrap(),
             LossConfig::Bernoulli { p: 0.01 }
