@@ -19,7 +19,7 @@ VENV_PATH := PATH="$(abspath $(VENV))/bin:$$PATH"
 
 .DEFAULT_GOAL := help
 .PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python lint check-cargo check-python clean \
-	wheel sdist sdist-check test-wheel test-interpreters test-lowest
+	wheel wheel-test sdist sdist-check test-wheel test-interpreters test-lowest
 
 help:
 	@echo "make demo   build, then generate synthetic traces, compare all schemes, write demo-report/"
@@ -113,17 +113,25 @@ sdist-check: sdist check-cargo
 
 # The wheel in a fresh venv next to the lowest supported numpy/pandas, without Rust on
 # PATH, outside the checkout: demo, catalogue, a quick reproduction.
-test-wheel: wheel
-	tests/install/wheel_venv.sh $$(tests/install/find_python.sh $(LOWEST_PYTHON)) constraints-lowest.txt $(LOWEST_VENV) $(DIST)/cellcc-*.whl
+# The wheel the install checks use: the release build `make build` made, packed as a
+# wheel (seconds, no second build; maturin tags it with the manylinux level it meets).
+# `make wheel` is the portable release wheel (manylinux2014 through zig).
+TEST_DIST := $(DIST)/test
+wheel-test: build
+	rm -rf $(TEST_DIST)
+	$(VENV)/bin/maturin build --release --locked --out $(TEST_DIST)
+
+test-wheel: wheel-test
+	tests/install/wheel_venv.sh $$(tests/install/find_python.sh $(LOWEST_PYTHON)) constraints-lowest.txt $(LOWEST_VENV) $(TEST_DIST)/cellcc-*.whl
 	tests/install/check_wheel.sh $(LOWEST_VENV)
 
 # The tests minus `-m slow` on every other interpreter, from the same wheel (the full
 # suite runs on $(PYTHON) in test-python).
-test-interpreters: wheel
+test-interpreters: wheel-test
 	@for py in $(EXTRA_PYTHONS); do \
 	  if ! exe=$$(tests/install/find_python.sh $$py); then echo "note: $$py not installed: skipped"; continue; fi; \
 	  echo "== $$py ($$exe): the tests minus -m slow, from the wheel"; \
-	  tests/install/wheel_venv.sh $$exe constraints.txt .venv-$$py $(DIST)/cellcc-*.whl && \
+	  tests/install/wheel_venv.sh $$exe constraints.txt .venv-$$py $(TEST_DIST)/cellcc-*.whl && \
 	  CELLCC_REQUIRE_NATIVE=1 .venv-$$py/bin/python -m pytest -q -m "not slow" -p no:cacheprovider || exit 1; \
 	done
 
