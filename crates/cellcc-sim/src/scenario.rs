@@ -16,7 +16,6 @@ use cellcc_link::{
 use cellcc_units::{Bandwidth, Dur};
 use serde::Deserialize;
 
-use crate::schemes;
 use crate::tcp::{App, ReceiverConfig, SenderConfig};
 use crate::traffic::BackgroundSource;
 
