@@ -55,7 +55,7 @@ ScenarioLike = str | os.PathLike[str] | Mapping[str, Any]
 
 #: Default uplink when a compared trace has no `.up` sibling: constant 100 Mbit/s, so the
 #: ACK path never limits the flow (as Pantheon's and C2TCP's wired uplinks).
-DEFAULT_UPLINK_MBPS = 100.0
+COMPARE_UPLINK_MBPS = 100.0
 #: Files written by `Result.save`.
 RESULT_FILES = (
     "summary.json",
@@ -444,7 +444,7 @@ class Comparison:
         if self.uplink_trace is not None:
             uplink = {"trace": os.fspath(self.uplink_trace)}
         else:
-            uplink = {"rate_mbps": float(self.uplink_mbps or DEFAULT_UPLINK_MBPS)}
+            uplink = {"rate_mbps": float(self.uplink_mbps or COMPARE_UPLINK_MBPS)}
         base, aqm = split_scheme(scheme)
         queue = with_aqm(self.queue, aqm)
         uplink.update({"delay_ms": float(self.delay_ms), "queue": dict(queue)})
@@ -512,7 +512,7 @@ def compare(
     comparison = Comparison(
         trace=trace_path,
         uplink_trace=up,
-        uplink_mbps=None if up is not None else DEFAULT_UPLINK_MBPS,
+        uplink_mbps=None if up is not None else COMPARE_UPLINK_MBPS,
         schemes=names,
         delay_ms=float(delay_ms),
         queue=queue_table,

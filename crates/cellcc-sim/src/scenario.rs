@@ -251,8 +251,10 @@ struct RawTcp {
     slow_start_after_idle: Option<bool>,
 }
 
-/// Default uplink when a scenario has none: a 1 Gbit/s constant link, no delay.
-const DEFAULT_UPLINK_MBPS: f64 = 1000.0;
+/// The uplink of a scenario without `[uplink]`: a 1 Gbit/s constant link, no delay (a
+/// different default from `cellcc.compare`'s `COMPARE_UPLINK_MBPS`, the 100 Mbit/s ACK
+/// path of a compared trace without an uplink trace).
+const SCENARIO_DEFAULT_UPLINK_MBPS: f64 = 1000.0;
 /// Default time-series bin, as Pantheon's `--ms-per-bin`.
 const DEFAULT_BIN_MS: f64 = 500.0;
 /// Largest MSS a 1504-byte Mahimahi opportunity can carry (1500-byte IP packet).
@@ -357,7 +359,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         Some(u) => build_link(u, "uplink", seed, ctx)?,
         None => build_link(
             RawLink {
-                rate_mbps: Some(DEFAULT_UPLINK_MBPS),
+                rate_mbps: Some(SCENARIO_DEFAULT_UPLINK_MBPS),
                 ..Default::default()
             },
             "uplink",
