@@ -17,6 +17,7 @@ docs/metrics.md) and can be saved with their provenance.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -185,12 +186,41 @@ def scenario_text(scenario: ScenarioLike) -> str:
     return _prepare(scenario, None)[0]
 
 
+def parse_value(text: str) -> Any:
+    """A command-line value as TOML reads it (``50`` → int, ``0.5`` → float, ``true``,
+    ``"x"``, ``[1, 2]``); anything TOML cannot read is the string itself."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_overrides(
+    document: Mapping[str, Any], overrides: Mapping[str, Any], *, source: str
+) -> dict[str, Any]:
+    """A copy of the scenario ``document`` with each key path (``downlink.queue.packets``,
+    ``flows[0].params.target_ms``) set to its value; a bad path is a
+    :class:`ScenarioError` naming it."""
+    from cellcc.sweep import set_path
+
+    out = copy.deepcopy(dict(document))
+    for path, value in overrides.items():
+        try:
+            set_path(out, str(path), value)
+        except ValueError as exc:
+            raise ScenarioError(f"{source}: override {exc}") from None
+    return out
+
+
 def simulate(
     scenario: ScenarioLike,
     *,
     seed: int | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     progress: Callable[[float], object] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Result:
     """Run one scenario and return its metrics.
 
@@ -199,9 +229,19 @@ def simulate(
     ``base_dir``, default the current directory). ``seed`` overrides the scenario's seed.
     Raises :class:`cellcc.ScenarioError` or :class:`cellcc.TraceError` naming the file,
     key and expected value when the input is invalid. ``progress``, if given, is called
-    with the fraction of simulated time done (0..1) as the run goes.
+    with the fraction of simulated time done (0..1) as the run goes. ``overrides`` sets
+    scenario keys by path before the run: ``{"duration_s": 10,
+    "downlink.queue.packets": 50, "flows[0].params.target_ms": 80}``.
     """
     text, directory, source = _prepare(scenario, base_dir)
+    if overrides:
+        import tomllib
+
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError(f"{source}: {exc}") from None
+        text = _toml.dumps(apply_overrides(document, overrides, source=source))
     raw = _native.simulate(
         text, base_dir=directory, source_name=source, seed=seed, progress=progress
     )
@@ -289,6 +329,24 @@ def scheme_info() -> list[dict[str, Any]]:
 AQM_SUFFIXES = ("codel", "pie")
 
 
+def parse_scheme(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"c2tcp:target_ms=80:alpha=2"`` → ``("c2tcp", {"target_ms": 80, "alpha": 2})``.
+
+    Parameters follow the name, each as ``:key=value`` (values read as TOML). A Python
+    class's import path keeps its own colon: ``"mypkg.cc:MyReno:beta=0.7"``."""
+    parts = spec.split(":")
+    names = [p for p in parts if "=" not in p]
+    params: dict[str, Any] = {}
+    for part in parts:
+        if "=" in part:
+            key, _, value = part.partition("=")
+            key = key.strip()
+            if not key:
+                raise UsageError(f"{spec!r}: a parameter without a name in {part!r}")
+            params[key] = parse_value(value.strip())
+    return ":".join(names), params
+
+
 def split_scheme(name: str) -> tuple[str, str | None]:
     """``"cubic+codel"`` → ``("cubic", "codel")``; a plain name → ``(name, None)``."""
     base, plus, aqm = name.rpartition("+")
@@ -301,7 +359,7 @@ def unknown_scheme(name: str, known: Sequence[str] | None = None) -> str | None:
     """Why ``name`` (a scheme, optionally ``+codel``/``+pie``) is not a scheme, with the
     closest valid name; ``None`` when it is one."""
     known = list(known if known is not None else _native.schemes())
-    base, _ = split_scheme(name)
+    base, _ = split_scheme(parse_scheme(name)[0])
     if base in known or base == "reno":
         return None
     if ":" in base:
@@ -445,7 +503,8 @@ class Comparison:
             uplink = {"trace": os.fspath(self.uplink_trace)}
         else:
             uplink = {"rate_mbps": float(self.uplink_mbps or COMPARE_UPLINK_MBPS)}
-        base, aqm = split_scheme(scheme)
+        name, params = parse_scheme(scheme)
+        base, aqm = split_scheme(name)
         queue = with_aqm(self.queue, aqm)
         uplink.update({"delay_ms": float(self.delay_ms), "queue": dict(queue)})
         return {
@@ -459,7 +518,7 @@ class Comparison:
                 "queue": dict(queue),
             },
             "uplink": uplink,
-            "flows": [{"scheme": base}],
+            "flows": [{"scheme": base, **({"params": params} if params else {})}],
             "metrics": {"bin_ms": float(self.bin_ms)},
         }
 
@@ -486,7 +545,7 @@ def compare(
     both directions. Every scheme runs with the same seed. All scenarios are validated
     before the first one runs. ``progress(scheme, finished)`` is called before and after
     each run. ``schemes`` is a list of names or one comma-separated string
-    (``"cubic,bbr"``).
+    (``"cubic,bbr"``); a name may carry parameters, ``"c2tcp:target_ms=80"``.
     """
     from cellcc.traces import uplink_sibling
 

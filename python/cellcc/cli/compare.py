@@ -25,7 +25,13 @@ __all__ = ["register"]
 def compare(
     trace: Annotated[Path, option("--trace", help="Downlink (data direction) Mahimahi trace.")],
     schemes: Annotated[
-        str, option("--schemes", help="Comma-separated schemes, e.g. newreno,cubic,bbr.")
+        str,
+        option(
+            "--schemes",
+            help="Comma-separated schemes, e.g. newreno,cubic,bbr; parameters follow a name "
+            "as :key=value (c2tcp:target_ms=80); a Python class by import path "
+            "(mypkg.cc:MyReno).",
+        ),
     ],
     uplink_trace: Annotated[
         Path | None,

@@ -10,6 +10,7 @@ import typer
 
 from cellcc.cli._common import (
     argument,
+    fail,
     fraction_progress,
     friendly_errors,
     option,
@@ -27,13 +28,33 @@ def run(
     out: Annotated[
         Path | None, option(help="Directory for the results [default: out/<scenario name>].")
     ] = None,
+    duration: Annotated[
+        float | None, option(help="Override the scenario's duration_s (seconds).", min=0.001)
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        option(
+            "--set",
+            help="Override a scenario key, KEY=VALUE with KEY a path such as "
+            "downlink.queue.packets or flows[0].params.target_ms (repeatable; VALUE read "
+            "as TOML, else a string).",
+        ),
+    ] = None,
 ) -> None:
     """Run one scenario, print its summary and save the results."""
     from cellcc import api
 
     require_file(file, "scenario file")
+    overrides: dict[str, object] = {}
+    if duration is not None:
+        overrides["duration_s"] = duration
+    for item in set_ or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise fail(f"--set: expected KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = api.parse_value(value.strip())
     with fraction_progress(f"simulating {file}") as update:
-        result = api.simulate(file, seed=seed, progress=update)
+        result = api.simulate(file, seed=seed, progress=update, overrides=overrides)
     out_dir = out if out is not None else Path("out") / file.stem
     result.save(out_dir)
     if result.acks is not None and not result.acks.empty:
