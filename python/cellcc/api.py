@@ -464,6 +464,18 @@ class Comparison:
         return f"{self.trace_label}, {self.delay_ms:g} ms one-way, {format_queue(self.queue)}"
 
     @property
+    def timeseries(self) -> pd.DataFrame:
+        """Every scheme's time series in one table, with a leading ``scheme`` column (the
+        comparison's name for the run)."""
+        frames = []
+        for scheme, result in self.results.items():
+            rows = result.timeseries.copy()
+            rows.insert(0, "scheme", rows.pop("scheme") if "scheme" in rows else scheme)
+            rows["scheme"] = scheme
+            frames.append(rows)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    @property
     def summary(self) -> pd.DataFrame:
         """Flow rows of every scheme in one table, with ``trace`` and ``queue`` columns."""
         frames = []
@@ -535,6 +547,7 @@ def compare(
     bin_ms: float = 500.0,
     base_dir: str | os.PathLike[str] | None = None,
     progress: Callable[[str, bool], None] | None = None,
+    jobs: int = 1,
 ) -> Comparison:
     """Run one single-flow scenario per scheme on the same path.
 
@@ -546,6 +559,8 @@ def compare(
     before the first one runs. ``progress(scheme, finished)`` is called before and after
     each run. ``schemes`` is a list of names or one comma-separated string
     (``"cubic,bbr"``); a name may carry parameters, ``"c2tcp:target_ms=80"``.
+    ``jobs`` > 1 runs the schemes in that many worker processes (the results are the
+    same; ``progress`` then reports each scheme when it finishes).
     """
     from cellcc.traces import uplink_sibling
 
@@ -582,6 +597,11 @@ def compare(
     scenarios = {name: comparison.scenario(name) for name in names}
     for scenario in scenarios.values():
         validate(scenario, base_dir=base_dir)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise UsageError(f"jobs: expected an integer >= 1, got {jobs!r}")
+    if jobs > 1 and len(scenarios) > 1:
+        _compare_parallel(comparison, scenarios, base_dir, progress, jobs)
+        return comparison
     for name, scenario in scenarios.items():
         if progress is not None:
             progress(name, False)
@@ -589,3 +609,39 @@ def compare(
         if progress is not None:
             progress(name, True)
     return comparison
+
+
+def _simulate_in_worker(
+    scenario: Mapping[str, Any], base_dir: str | os.PathLike[str] | None
+) -> Result:
+    return simulate(scenario, base_dir=base_dir)
+
+
+def _compare_parallel(
+    comparison: Comparison,
+    scenarios: Mapping[str, Mapping[str, Any]],
+    base_dir: str | os.PathLike[str] | None,
+    progress: Callable[[str, bool], None] | None,
+    jobs: int,
+) -> None:
+    """Run ``scenarios`` in ``jobs`` spawned worker processes; results keep the order of
+    the schemes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn: workers start clean (no inherited threads or locks from the caller).
+    context = multiprocessing.get_context("spawn")
+    directory = os.fspath(base_dir) if base_dir is not None else os.fspath(Path.cwd())
+    done: dict[str, Result] = {}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(scenarios)), mp_context=context) as pool:
+        futures = {
+            pool.submit(_simulate_in_worker, dict(sc), directory): name
+            for name, sc in scenarios.items()
+        }
+        for future in as_completed(futures):
+            name = futures[future]
+            done[name] = future.result()
+            if progress is not None:
+                progress(name, True)
+    for name in scenarios:
+        comparison.results[name] = done[name]

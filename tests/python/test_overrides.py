@@ -100,3 +100,18 @@ def test_cli_run_takes_duration_and_set(tmp_path):
     assert "duration_s = 1.5" in text and "packets = 7" in text
     bad = runner.invoke(app, ["run", str(scenario), "--set", "packets"])
     assert bad.exit_code == 2 and "--set: expected KEY=VALUE" in bad.output
+
+
+def test_compare_in_parallel_gives_the_same_results_and_a_combined_time_series(tmp_path):
+    kwargs = {"schemes": "cubic,bbr,c2tcp:target_ms=60", "duration_s": 2.0}
+    trace = tmp_path / "c.down"
+    trace.write_text("".join(f"{t}\n" for t in range(1, 1001)), encoding="utf-8")
+    serial = cellcc.compare(trace, **kwargs)
+    parallel = cellcc.compare(trace, jobs=2, **kwargs)
+    pd.testing.assert_frame_equal(serial.summary, parallel.summary)
+    pd.testing.assert_frame_equal(serial.timeseries, parallel.timeseries)
+    series = parallel.timeseries
+    assert list(series["scheme"].unique()) == ["cubic", "bbr", "c2tcp:target_ms=60"]
+    assert len(series) == sum(len(r.timeseries) for r in parallel.results.values())
+    with pytest.raises(cellcc.UsageError, match="jobs"):
+        cellcc.compare(trace, jobs=0, **kwargs)

@@ -61,6 +61,9 @@ def compare(
     out: Annotated[
         Path | None, option("--out", help="Output directory [default: out/compare-<trace>].")
     ] = None,
+    jobs: Annotated[
+        int, option("--jobs", "-j", help="Schemes run in parallel worker processes.", min=1)
+    ] = 1,
 ) -> None:
     """Run one flow per scheme on the same trace; write results, plots and a report."""
     from cellcc import api, report
@@ -83,6 +86,7 @@ def compare(
             seed=seed,
             bin_ms=bin_ms,
             progress=lambda scheme, finished: advance(scheme) if finished else None,
+            jobs=jobs,
         )
     report.write_comparison(comparison, out_dir)
     console = stdout()
