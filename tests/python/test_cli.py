@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import click
 import pytest
 import typer.main
 from typer.testing import CliRunner
@@ -173,7 +172,7 @@ def _commands(command, path=()):
 _HELPED = [
     (path, command)
     for path, command in _commands(typer.main.get_command(app))
-    if command.get_help_option(click.Context(command)) is not None
+    if command.get_help_option(command.context_class(command)) is not None
 ]
 
 
