@@ -244,10 +244,12 @@ impl PyCc {
         sock: &mut Sock,
         extra: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,
     ) {
-        let Some(hook) = pick(&self.hooks).map(|h| Python::attach(|py| h.clone_ref(py))) else {
+        if pick(&self.hooks).is_none() {
             return;
-        };
+        }
+        // One GIL attach per hook call (this runs on every ACK).
         Python::attach(|py| {
+            let hook = pick(&self.hooks).expect("checked above").clone_ref(py);
             self.call(py, name, &hook, sock, |ps| {
                 let x = extra(py)?;
                 if x.is_none() {
@@ -302,9 +304,9 @@ impl CongestionControl for PyCc {
     }
 
     fn ssthresh(&mut self, sock: &Sock) -> u32 {
-        let hook = Python::attach(|py| self.hooks.ssthresh.clone_ref(py));
         let mut copy = sock.clone();
         Python::attach(|py| {
+            let hook = self.hooks.ssthresh.clone_ref(py);
             let v = self.call(py, "ssthresh", &hook, &mut copy, |ps| {
                 PyTuple::new(py, [ps.into_any()])
             });
