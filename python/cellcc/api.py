@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -71,6 +71,8 @@ __all__ = [
 ]
 
 ScenarioLike = str | os.PathLike[str] | Mapping[str, Any]
+#: The key of a run in :func:`run_scenarios` (a scheme name, or a trace, seed and scheme).
+K = TypeVar("K")
 
 #: Default uplink when a compared trace has no `.up` sibling: constant 100 Mbit/s, so the
 #: ACK path never limits the flow (as Pantheon's and C2TCP's wired uplinks).
@@ -331,6 +333,36 @@ class Comparison:
     bin_ms: float
     results: dict[str, Result] = field(default_factory=dict)
 
+    @classmethod
+    def on_path(
+        cls,
+        trace: str | os.PathLike[str],
+        *,
+        schemes: list[str],
+        uplink_trace: str | os.PathLike[str] | None,
+        delay_ms: float,
+        queue: str | Mapping[str, Any],
+        duration_s: float,
+        seed: int,
+        bin_ms: float,
+    ) -> Comparison:
+        """A comparison with no results yet, on the path :func:`compare` describes."""
+        from cellcc.traces import uplink_sibling
+
+        trace_path = Path(trace)
+        up = Path(uplink_trace) if uplink_trace is not None else uplink_sibling(trace_path)
+        return cls(
+            trace=trace_path,
+            uplink_trace=up,
+            uplink_mbps=None if up is not None else COMPARE_UPLINK_MBPS,
+            schemes=list(schemes),
+            delay_ms=float(delay_ms),
+            queue=parse_queue(queue) if isinstance(queue, str) else dict(queue),
+            duration_s=float(duration_s),
+            seed=int(seed),
+            bin_ms=float(bin_ms),
+        )
+
     @property
     def trace_label(self) -> str:
         return self.trace.name
@@ -439,8 +471,27 @@ def compare(
     ``jobs`` > 1 runs the schemes in that many worker processes (the results are the
     same; ``progress`` then reports each scheme when it finishes).
     """
-    from cellcc.traces import uplink_sibling
+    names = scheme_names(schemes)
+    comparison = Comparison.on_path(
+        trace,
+        schemes=names,
+        uplink_trace=uplink_trace,
+        delay_ms=delay_ms,
+        queue=queue,
+        duration_s=duration_s,
+        seed=seed,
+        bin_ms=bin_ms,
+    )
+    scenarios = {name: comparison.scenario(name) for name in names}
+    for scenario in scenarios.values():
+        validate(scenario, base_dir=base_dir)
+    comparison.results.update(run_scenarios(scenarios, base_dir, progress, jobs))
+    return comparison
 
+
+def scheme_names(schemes: str | Sequence[str]) -> list[str]:
+    """``schemes`` (a list, or one comma-separated string) as checked names: known
+    schemes (with parameters) or import paths, none empty, no duplicates."""
     known = _native.schemes()
     # A string is a comma-separated list, not a sequence of one-letter names.
     given = schemes.split(",") if isinstance(schemes, str) else list(schemes)
@@ -457,68 +508,51 @@ def compare(
             raise UsageError(f"schemes: {problem}")
     if len(set(names)) != len(names):
         raise UsageError(f"schemes: duplicate scheme in {', '.join(names)}")
-    queue_table = parse_queue(queue) if isinstance(queue, str) else dict(queue)
-    trace_path = Path(trace)
-    up = Path(uplink_trace) if uplink_trace is not None else uplink_sibling(trace_path)
-    comparison = Comparison(
-        trace=trace_path,
-        uplink_trace=up,
-        uplink_mbps=None if up is not None else COMPARE_UPLINK_MBPS,
-        schemes=names,
-        delay_ms=float(delay_ms),
-        queue=queue_table,
-        duration_s=float(duration_s),
-        seed=int(seed),
-        bin_ms=float(bin_ms),
-    )
-    scenarios = {name: comparison.scenario(name) for name in names}
-    for scenario in scenarios.values():
-        validate(scenario, base_dir=base_dir)
+    return names
+
+
+def run_scenarios(
+    scenarios: Mapping[K, Mapping[str, Any]],
+    base_dir: str | os.PathLike[str] | None,
+    progress: Callable[[K, bool], None] | None,
+    jobs: int,
+) -> dict[K, Result]:
+    """Run validated ``scenarios``, in this process or (``jobs`` > 1) in that many
+    spawned worker processes, with the same results; the returned dict keeps their
+    order. ``progress(key, finished)`` is called before and after each run in this
+    process, and when each run finishes in workers."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs: expected an integer >= 1, got {jobs!r}")
-    if jobs > 1 and len(scenarios) > 1:
-        _compare_parallel(comparison, scenarios, base_dir, progress, jobs)
-        return comparison
-    for name, scenario in scenarios.items():
-        if progress is not None:
-            progress(name, False)
-        comparison.results[name] = simulate(scenario, base_dir=base_dir)
-        if progress is not None:
-            progress(name, True)
-    return comparison
-
-
-def _simulate_in_worker(
-    scenario: Mapping[str, Any], base_dir: str | os.PathLike[str] | None
-) -> Result:
-    return simulate(scenario, base_dir=base_dir)
-
-
-def _compare_parallel(
-    comparison: Comparison,
-    scenarios: Mapping[str, Mapping[str, Any]],
-    base_dir: str | os.PathLike[str] | None,
-    progress: Callable[[str, bool], None] | None,
-    jobs: int,
-) -> None:
-    """Run ``scenarios`` in ``jobs`` spawned worker processes; results keep the order of
-    the schemes."""
+    if jobs == 1 or len(scenarios) < 2:
+        results: dict[K, Result] = {}
+        for key, scenario in scenarios.items():
+            if progress is not None:
+                progress(key, False)
+            results[key] = simulate(scenario, base_dir=base_dir)
+            if progress is not None:
+                progress(key, True)
+        return results
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn: workers start clean (no inherited threads or locks from the caller).
     context = multiprocessing.get_context("spawn")
     directory = os.fspath(base_dir) if base_dir is not None else os.fspath(Path.cwd())
-    done: dict[str, Result] = {}
+    done: dict[K, Result] = {}
     with ProcessPoolExecutor(max_workers=min(jobs, len(scenarios)), mp_context=context) as pool:
         futures = {
-            pool.submit(_simulate_in_worker, dict(sc), directory): name
-            for name, sc in scenarios.items()
+            pool.submit(_simulate_in_worker, dict(sc), directory): key
+            for key, sc in scenarios.items()
         }
         for future in as_completed(futures):
-            name = futures[future]
-            done[name] = future.result()
+            key = futures[future]
+            done[key] = future.result()
             if progress is not None:
-                progress(name, True)
-    for name in scenarios:
-        comparison.results[name] = done[name]
+                progress(key, True)
+    return {key: done[key] for key in scenarios}
+
+
+def _simulate_in_worker(
+    scenario: Mapping[str, Any], base_dir: str | os.PathLike[str] | None
+) -> Result:
+    return simulate(scenario, base_dir=base_dir)

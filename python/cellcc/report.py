@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -27,12 +27,16 @@ from cellcc.results import (
     write_text_atomic,
 )
 
+if TYPE_CHECKING:
+    from cellcc.comparisons import ComparisonSet
+
 __all__ = [
     "Plot",
     "Section",
     "comparison_summary",
     "table_html",
     "write_comparison",
+    "write_comparison_set",
     "write_report",
 ]
 
@@ -247,6 +251,7 @@ def write_comparison(
     command: str | None = None,
     commands_before: Sequence[tuple[str, str]] = (),
     write_index: bool = True,
+    timeseries: bool = True,
 ) -> Section:
     """Save a :class:`cellcc.api.Comparison`: per-scheme results (``<out>/<scheme>/``),
     the combined summary (JSON/CSV/Parquet), provenance, the throughput-delay scatters,
@@ -254,7 +259,8 @@ def write_comparison(
 
     ``command`` is the command that regenerates everything (default: the equivalent
     ``cellcc compare`` command line); ``commands_before`` are steps to run first (such
-    as generating the trace). Returns the report section describing the comparison.
+    as generating the trace). ``timeseries=False`` leaves out the per-scheme time-series
+    plots. Returns the report section describing the comparison.
     """
     from cellcc import plots
 
@@ -315,7 +321,7 @@ def write_comparison(
     for delay, path in plots.summary_plots(summary, out, title_suffix=subtitle, styles=styles):
         section.plots.append(Plot(path, scatter_captions.get(delay, delay), command))
 
-    for scheme, result in comparison.results.items():
+    for scheme, result in comparison.results.items() if timeseries else ():
         figure = plots.timeseries_figure(
             result.timeseries,
             title=f"{scheme} on {comparison.trace_label}",
@@ -338,3 +344,66 @@ def write_comparison(
             provenance_record=record,
         )
     return section
+
+
+def write_comparison_set(comparison_set: ComparisonSet, out_dir: str | os.PathLike[str]) -> Path:
+    """Save a :class:`cellcc.comparisons.ComparisonSet`: every run's comparison in
+    ``<out>/<trace>/seed-<seed>/`` (time-series plots for the first seed only), the
+    combined ``summary`` and the ``aggregate`` over the runs (CSV and Parquet), and an
+    ``index.html`` that opens with the means and their intervals. Returns the report."""
+    out = Path(out_dir)
+    command = comparison_set.command(out)
+    sections = []
+    first_seed = comparison_set.seeds[0]
+    for comparison in comparison_set.comparisons:
+        section = write_comparison(
+            comparison,
+            out / comparison.trace_label / f"seed-{comparison.seed}",
+            command=command,
+            write_index=False,
+            timeseries=comparison.seed == first_seed,
+        )
+        section.title = f"{comparison.trace_label}, seed {comparison.seed}"
+        sections.append(section)
+    summary = comparison_set.summary
+    aggregate = comparison_set.aggregate()
+    record = provenance(
+        seed=first_seed,
+        command=command,
+        extra={
+            "traces": [os.fspath(t) for t in comparison_set.traces],
+            "seeds": comparison_set.seeds,
+            "schemes": comparison_set.schemes,
+        },
+    )
+    write_csv_atomic(out / "summary.csv", summary)
+    write_parquet_atomic(out / "summary.parquet", summary, provenance=record)
+    write_csv_atomic(out / "aggregate.csv", aggregate)
+    write_parquet_atomic(out / "aggregate.parquet", aggregate, provenance=record)
+    write_json_atomic(out / PROVENANCE_FILE, record)
+    runs = len(comparison_set.seeds)
+    overview = Section(
+        title="Means over the runs",
+        description=(
+            f"Each scheme's mean over {runs} run{'s' if runs != 1 else ''} (seeds "
+            f"{comparison_set.seeds[0]} to {comparison_set.seeds[-1]}) on each trace"
+            + (
+                ", then over every run of every trace (trace all)"
+                if len(comparison_set.traces) > 1
+                else ""
+            )
+            + ", with the 95 % Student-t confidence interval in brackets (none with one "
+            "run). The seed drives the random parts of a run (loss, jitter, HARQ, the "
+            "schemes' own randomness); on a lossless trace-driven path the runs agree."
+        ),
+        commands=[("Regenerate this report:", command)],
+        table=comparison_set.intervals(),
+        columns={"trace": "trace", "runs": "runs", **TABLE_COLUMNS},
+        files=[("summary.csv", out / "summary.csv"), ("aggregate.csv", out / "aggregate.csv")],
+    )
+    return write_report(
+        out,
+        title=f"cellcc comparison on {', '.join(t.name for t in comparison_set.traces)}",
+        sections=[overview, *sections],
+        provenance_record=record,
+    )
