@@ -114,18 +114,25 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
 
 
 def write_csv_atomic(path: str | os.PathLike[str], frame: Any) -> Path:
-    """Write a DataFrame as CSV (no index, full float precision) atomically."""
+    """Write a DataFrame (or a result table of :mod:`cellcc._columns`) as CSV (no index,
+    full float precision) atomically."""
     return _write_with(path, "w", lambda handle: frame.to_csv(handle, index=False))
 
 
 def write_parquet_atomic(
     path: str | os.PathLike[str], frame: Any, *, provenance: Mapping[str, Any] | None = None
 ) -> Path:
-    """Write a DataFrame as Parquet atomically, embedding ``provenance`` in its metadata."""
+    """Write a DataFrame (or a result table of :mod:`cellcc._columns`) as Parquet
+    atomically, embedding ``provenance`` in its metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    from cellcc._columns import Table
+
+    if isinstance(frame, Table):
+        table = frame.parquet_table()
+    else:
+        table = pa.Table.from_pandas(frame, preserve_index=False)
     if provenance is not None:
         metadata = dict(table.schema.metadata or {})
         metadata[PARQUET_PROVENANCE_KEY] = json.dumps(json_ready(provenance)).encode()
