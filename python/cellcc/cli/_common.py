@@ -268,12 +268,22 @@ _TERMINAL_COLUMNS = {
 
 
 def summary_table(frame: Any, title: str, *, skip: tuple[str, ...] = ()) -> Table:
-    """The terminal table of a run's or comparison's summary frame."""
-    from cellcc.report import format_cell
+    """The terminal table of a run's or comparison's summary: a DataFrame, or a result
+    table of :mod:`cellcc._columns` (shown without importing pandas)."""
+    from cellcc._columns import Table as Columns
+    from cellcc._columns import format_cell
 
-    shown = [c for c in _TERMINAL_COLUMNS if c in frame.columns and c not in skip]
-    shown = shown or list(frame.columns)
-    if "flow_direction" in frame.columns and (frame["flow_direction"] == "up").any():
+    if isinstance(frame, Columns) and frame.lean:
+        names = list(frame.columns)
+        rows = frame.records()
+    else:
+        if isinstance(frame, Columns):
+            frame = frame.frame()
+        names = list(frame.columns)
+        rows = frame.astype(object).to_dict(orient="records")
+    shown = [c for c in _TERMINAL_COLUMNS if c in names and c not in skip]
+    shown = shown or names
+    if "flow_direction" in names and any(row["flow_direction"] == "up" for row in rows):
         # Uplink flows (docs/scenarios.md): say which way each row's data goes.
         at = shown.index("scheme") + 1 if "scheme" in shown else len(shown)
         shown.insert(at, "flow_direction")
@@ -285,7 +295,8 @@ def summary_table(frame: Any, title: str, *, skip: tuple[str, ...] = ()) -> Tabl
             justify="left" if text else "right",
             no_wrap=text,
         )
-    for record in frame[shown].astype(object).to_dict(orient="records"):
+    for row in rows:
+        record = {c: row[c] for c in shown}
         if record.get("flow") in (-1, -3):
             # The downlink and uplink flows' aggregates (the dir column tells them apart).
             record["flow"] = "all"
