@@ -175,3 +175,53 @@ def test_run_loads_no_pandas_and_writes_what_the_api_writes(tmp_path, monkeypatc
     assert set(result.summary["flow_direction"]) == {"down", "up"}
     result.save(tmp_path / "api")
     assert_same_results(tmp_path / "cli", tmp_path / "api")
+
+
+#: Runs the CLI with argv[2:]; with argv[1] == "whole", typer builds every command.
+ONLY_PROBE = """
+import sys
+from cellcc.cli import _common, app
+if sys.argv[1] == "whole":
+    _common.OneLineUsageErrors.only = lambda self, name: self
+app(sys.argv[2:], prog_name="cellcc")
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--help"],
+        ["run"],
+        ["run", "--bogus"],
+        ["traces", "--help"],
+        ["traces", "synth", "--help"],
+        ["traces", "nope"],
+        ["rn", "x"],
+        ["--help"],
+    ],
+)
+def test_building_only_the_invoked_command_changes_no_output(args):
+    """The app builds only the command or group named first (typer would build all of
+    them on every call); help, usage errors and exit codes are the whole app's."""
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", ONLY_PROBE, which, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for which in ("whole", "only")
+    ]
+    whole, only = ((o.returncode, o.stdout, o.stderr) for o in outputs)
+    assert only == whole
+    assert whole[1] or whole[2]
+
+
+def test_only_keeps_the_named_command_or_group():
+    from cellcc.cli import app
+
+    assert [c.name for c in app.only("run").registered_commands] == ["run"]
+    assert app.only("run").registered_groups == []
+    assert [g.name for g in app.only("traces").registered_groups] == ["traces"]
+    assert app.only("nope") is app
+    assert len(app.registered_commands) > 1  # the app itself is unchanged

@@ -10,6 +10,7 @@ is imported at module level: rich's progress and table modules, pandas (through
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import shlex
@@ -39,11 +40,13 @@ class OneLineUsageErrors(typer.Typer):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         argv = kwargs.get("args", args[0] if args else sys.argv[1:])
+        app = self.only(argv[0]) if argv else self
         if kwargs.get("standalone_mode", True) is False or not argv:
-            return super().__call__(*args, **kwargs)  # no arguments: typer prints the help
+            # No arguments: typer prints the help.
+            return typer.Typer.__call__(app, *args, **kwargs)
         kwargs["standalone_mode"] = False
         try:
-            code = super().__call__(*args, **kwargs)
+            code = typer.Typer.__call__(app, *args, **kwargs)
         except typer.Abort:
             stderr().print("error: aborted", markup=False, highlight=False)
             sys.exit(1)
@@ -54,6 +57,21 @@ class OneLineUsageErrors(typer.Typer):
             stderr().print(f"error: {message}{hint}", markup=False, highlight=False, soft_wrap=True)
             sys.exit(getattr(exc, "exit_code", EXIT_USAGE))
         sys.exit(code if isinstance(code, int) else 0)
+
+    def only(self, name: Any) -> typer.Typer:
+        """This app with only its command or group ``name``, if it has one (else itself).
+
+        Typer builds the click command of every registered command, with its parameters
+        from the function's signature, on each call; building only the one that runs
+        saves a command such as ``cellcc run`` ~15 ms of CPU time."""
+        commands = [c for c in self.registered_commands if c.name == name]
+        groups = [g for g in self.registered_groups if g.name == name]
+        if self.registered_callback is None or len(commands) + len(groups) != 1:
+            return self  # without the callback, one command would become the whole app
+        narrowed = copy.copy(self)
+        narrowed.registered_commands = commands
+        narrowed.registered_groups = groups
+        return narrowed
 
 
 # -- Help texts -------------------------------------------------------------------------
