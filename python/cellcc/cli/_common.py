@@ -212,8 +212,20 @@ def progress(total: int, description: str) -> Iterator[Callable[[str], None]]:
 
 
 @contextmanager
-def fraction_progress(description: str) -> Iterator[Callable[[float], None]]:
-    """A transient bar on stderr for one simulation; yields ``update(fraction_done)``."""
+def fraction_progress(description: str) -> Iterator[Callable[[float], None] | None]:
+    """A transient bar on stderr for one simulation; yields ``update(fraction_done)``.
+
+    When stderr is no terminal to draw on, yields None and does not load rich's progress
+    bars: a transient bar shows nothing there (rich's ``Live`` display draws only on a
+    terminal), except the empty line ``Progress.stop`` prints, which is printed here."""
+    console = stderr()
+    if not console.is_jupyter and not (console.is_terminal and not console.is_dumb_terminal):
+        try:
+            yield None
+        finally:
+            if not console.is_interactive:
+                console.print()
+        return
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = (
@@ -223,7 +235,7 @@ def fraction_progress(description: str) -> Iterator[Callable[[float], None]]:
         TextColumn("{task.percentage:>3.0f}% of simulated time"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=stderr(), transient=True) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(description, total=1.0)
         yield lambda done: bar.update(task, completed=done)
 
