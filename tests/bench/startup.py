@@ -82,11 +82,12 @@ def cpu_seconds(argv: list[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def summary(values: list[float]) -> dict[str, float]:
+def summary(values: list[float]) -> dict[str, Any]:
     return {
         "median": statistics.median(values),
         "min": min(values),
         "max": max(values),
+        "runs": [round(v, 4) for v in values],
     }
 
 
