@@ -18,7 +18,7 @@ LOWEST_VENV := .venv-lowest
 VENV_PATH := PATH="$(abspath $(VENV))/bin:$$PATH"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python lint check-cargo check-python clean \
+.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python bench-startup lint check-cargo check-python clean \
 	wheel wheel-test sdist sdist-check test-wheel test-interpreters test-lowest
 
 help:
@@ -33,6 +33,7 @@ help:
 	@echo "make bench  run the simulator benchmark"
 	@echo "make bench-per-ack  CPU time per ACK of every scheme (PropRate Table 4)"
 	@echo "make bench-python  Python congestion controls and the Gymnasium environment"
+	@echo "make bench-startup  whole-process CPU time of cellcc --version and a 10 s cellcc run"
 	@echo "make lint   cargo fmt --check, clippy -D warnings, ruff"
 
 check-python:
@@ -155,6 +156,12 @@ bench-per-ack: check-cargo
 # and the Gymnasium environment's steps and packets per CPU second (docs/gym.md).
 bench-python: build
 	$(PY) tests/bench/python_cc.py --runs 5
+
+# Whole-process CPU time of `cellcc --version` and of a 10 s `cellcc run` (start-up:
+# imports). Compare with another build side by side: make bench-startup
+# STARTUP_ARGS='--baseline ../old/.venv/bin/cellcc'.
+bench-startup: build
+	$(PY) tests/bench/startup.py --runs 10 $(STARTUP_ARGS)
 
 lint: $(DEPS_STAMP) check-cargo sysdeps
 	cargo fmt --all --check

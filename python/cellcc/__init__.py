@@ -21,8 +21,9 @@ from cellcc._native import (
 )
 from cellcc.results import package_version as _package_version
 
-#: Names served by :mod:`cellcc.api`, imported on first use: the API pulls in pandas
-#: and pyarrow, which a command such as ``cellcc --version`` does not need.
+#: Names served by :mod:`cellcc.api`, imported on first use: a command such as
+#: ``cellcc --version`` needs none of it (the API itself loads pandas only for its
+#: DataFrames, and pyarrow only to write Parquet).
 _API = (
     "Comparison",
     "Result",

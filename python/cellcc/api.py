@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pandas as pd
-
 from cellcc import _native, _toml
+from cellcc._columns import LazyFrame, Table, records
+from cellcc._columns import pandas as pd  # imported when first used: `cellcc run` does not
 from cellcc._native import ScenarioError, UsageError
 from cellcc.results import (
     PROVENANCE_FILE,
@@ -88,32 +88,64 @@ RESULT_FILES = (
 )
 
 
-@dataclass
 class Result:
-    """Metrics of one run (see docs/metrics.md for every column)."""
+    """Metrics of one run (see docs/metrics.md for every column).
 
-    summary: pd.DataFrame
-    """One row per flow (``flow`` = 0, 1, ...) and an aggregate row (``flow`` = -1)."""
-    timeseries: pd.DataFrame
-    """One row per flow per bin, plus link rows (``flow`` = -1) with capacity and queue."""
-    link: dict[str, Any]
-    """Capacity and utilisation of the downlink."""
-    meta: dict[str, Any]
-    """``name``, ``seed``, ``duration_s``, ``events``, ``wall_s``, ``version``."""
-    packet_log: str | None
-    """The downlink log in mm-link format when ``metrics.packet_log = true``."""
-    scenario_text: str
-    """The scenario exactly as the simulator read it (TOML)."""
-    source: str = "<scenario>"
-    """Where the scenario came from (a file path, or ``<dict>``)."""
-    short_flows: pd.DataFrame | None = None
-    """Background short TCP flows (``background``, ``start_s``, ``bytes``,
-    ``completion_s`` or NaN), when the scenario has ``short_flows`` sources."""
-    cc_info: pd.DataFrame | None = None
-    """Per flow: the congestion control's phase and named estimates at the end."""
-    acks: pd.DataFrame | None = None
-    """Every ACK at its sender (``flow``, ``t_s``, ``rtt_ms`` or NaN) when
-    ``metrics.ack_log = true``."""
+    The tables (``summary``, ``timeseries``, ``short_flows``, ``cc_info``, ``acks``) are
+    pandas DataFrames, built from the core's columns when first read; :meth:`save`
+    writes the files from those columns without building them (nor importing pandas).
+    """
+
+    summary = LazyFrame(
+        """One row per flow (``flow`` = 0, 1, ...) and an aggregate row (``flow`` = -1)."""
+    )
+    timeseries = LazyFrame(
+        """One row per flow per bin, plus link rows (``flow`` = -1) with capacity and
+        queue."""
+    )
+    short_flows = LazyFrame(
+        """Background short TCP flows (``background``, ``start_s``, ``bytes``,
+        ``completion_s`` or NaN), when the scenario has ``short_flows`` sources."""
+    )
+    cc_info = LazyFrame(
+        """Per flow: the congestion control's phase and named estimates at the end."""
+    )
+    acks = LazyFrame(
+        """Every ACK at its sender (``flow``, ``t_s``, ``rtt_ms`` or NaN) when
+        ``metrics.ack_log = true``."""
+    )
+
+    def __init__(
+        self,
+        summary: pd.DataFrame | Table,
+        timeseries: pd.DataFrame | Table,
+        link: dict[str, Any],
+        meta: dict[str, Any],
+        packet_log: str | None,
+        scenario_text: str,
+        source: str = "<scenario>",
+        short_flows: pd.DataFrame | Table | None = None,
+        cc_info: pd.DataFrame | Table | None = None,
+        acks: pd.DataFrame | Table | None = None,
+    ) -> None:
+        self.summary = summary
+        self.timeseries = timeseries
+        self.link = link
+        """Capacity and utilisation of the downlink."""
+        self.meta = meta
+        """``name``, ``seed``, ``duration_s``, ``events``, ``wall_s``, ``version``."""
+        self.packet_log = packet_log
+        """The downlink log in mm-link format when ``metrics.packet_log = true``."""
+        self.scenario_text = scenario_text
+        """The scenario exactly as the simulator read it (TOML)."""
+        self.source = source
+        """Where the scenario came from (a file path, or ``<dict>``)."""
+        self.short_flows = short_flows
+        self.cc_info = cc_info
+        self.acks = acks
+
+    def __repr__(self) -> str:
+        return f"Result(source={self.source!r}, seed={self.seed!r})"
 
     @property
     def seed(self) -> int | None:
@@ -125,6 +157,10 @@ class Result:
     def flows(self) -> pd.DataFrame:
         """Summary rows of the individual flows (the aggregate row removed)."""
         return self.summary[self.summary["flow"] >= 0].reset_index(drop=True)
+
+    def _table(self, name: str) -> pd.DataFrame | Table | None:
+        """A table as held: the DataFrame once built, else the core's columns."""
+        return LazyFrame.held(self, name)
 
     def provenance(self, *, command: str | None = None) -> dict[str, Any]:
         """What made this result: revision, versions, seed, scenario, command line."""
@@ -146,25 +182,25 @@ class Result:
         """
         out = Path(out_dir)
         record = self.provenance(command=command)
+        summary = self._table("summary")
         write_json_atomic(
             out / "summary.json",
-            {
-                "summary": self.summary.to_dict(orient="records"),
-                "link": self.link,
-                "meta": self.meta,
-            },
+            {"summary": records(summary), "link": self.link, "meta": self.meta},
         )
-        write_csv_atomic(out / "summary.csv", self.summary)
-        write_parquet_atomic(out / "summary.parquet", self.summary, provenance=record)
-        write_csv_atomic(out / "timeseries.csv", self.timeseries)
-        write_parquet_atomic(out / "timeseries.parquet", self.timeseries, provenance=record)
+        write_csv_atomic(out / "summary.csv", summary)
+        write_parquet_atomic(out / "summary.parquet", summary, provenance=record)
+        timeseries = self._table("timeseries")
+        write_csv_atomic(out / "timeseries.csv", timeseries)
+        write_parquet_atomic(out / "timeseries.parquet", timeseries, provenance=record)
         if self.packet_log is not None:
             write_text_atomic(out / "downlink.log", self.packet_log)
-        if self.short_flows is not None:
-            write_csv_atomic(out / "short_flows.csv", self.short_flows)
-        if self.acks is not None:
-            write_csv_atomic(out / "acks.csv", self.acks)
-            write_parquet_atomic(out / "acks.parquet", self.acks, provenance=record)
+        short_flows = self._table("short_flows")
+        if short_flows is not None:
+            write_csv_atomic(out / "short_flows.csv", short_flows)
+        acks = self._table("acks")
+        if acks is not None:
+            write_csv_atomic(out / "acks.csv", acks)
+            write_parquet_atomic(out / "acks.parquet", acks, provenance=record)
         write_json_atomic(out / PROVENANCE_FILE, record)
         return out
 
@@ -240,37 +276,27 @@ def simulate(
     return _result(raw, text, source)
 
 
-#: Columns moved to the front of result tables (the rest keep the core's order).
-_LEADING_COLUMNS = ("flow", "scheme", "t_s")
-
-
-def _leading(frame: pd.DataFrame) -> pd.DataFrame:
-    first = [c for c in _LEADING_COLUMNS if c in frame.columns]
-    return frame[first + [c for c in frame.columns if c not in first]]
-
-
-def _frame_or_none(columns: Mapping[str, Any] | None) -> pd.DataFrame | None:
-    """A DataFrame of ``columns``, or None when there are none or no rows."""
+def _frame_or_none(columns: Mapping[str, Any] | None) -> Table | None:
+    """The table of ``columns``, or None when there are none or no rows."""
     if not columns:
         return None
-    frame = pd.DataFrame(dict(columns))
-    return None if frame.empty else frame
+    table = Table.from_columns(columns)
+    return None if table.empty else table
 
 
 def _result(raw: Mapping[str, Any], text: str, source: str) -> Result:
-    summary = _leading(pd.DataFrame.from_records(list(raw.get("summary") or [])))
-    timeseries = _leading(pd.DataFrame(dict(raw.get("timeseries") or {})))
+    acks = raw.get("acks")
     return Result(
-        summary=summary,
-        timeseries=timeseries,
+        summary=Table.from_records(raw.get("summary") or [], leading=True),
+        timeseries=Table.from_columns(raw.get("timeseries") or {}, leading=True),
         link=dict(raw.get("link") or {}),
         meta=dict(raw.get("meta") or {}),
         packet_log=raw.get("packet_log"),
         scenario_text=text,
         source=source,
-        acks=None if raw.get("acks") is None else pd.DataFrame(dict(raw["acks"])),
+        acks=None if acks is None else Table.from_columns(acks),
         short_flows=_frame_or_none(raw.get("short_flows")),
-        cc_info=pd.DataFrame.from_records(list(raw.get("cc_info") or [])),
+        cc_info=Table.from_records(raw.get("cc_info") or []),
     )
 
 

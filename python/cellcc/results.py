@@ -15,6 +15,7 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -114,18 +115,25 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
 
 
 def write_csv_atomic(path: str | os.PathLike[str], frame: Any) -> Path:
-    """Write a DataFrame as CSV (no index, full float precision) atomically."""
+    """Write a DataFrame (or a result table of :mod:`cellcc._columns`) as CSV (no index,
+    full float precision) atomically."""
     return _write_with(path, "w", lambda handle: frame.to_csv(handle, index=False))
 
 
 def write_parquet_atomic(
     path: str | os.PathLike[str], frame: Any, *, provenance: Mapping[str, Any] | None = None
 ) -> Path:
-    """Write a DataFrame as Parquet atomically, embedding ``provenance`` in its metadata."""
+    """Write a DataFrame (or a result table of :mod:`cellcc._columns`) as Parquet
+    atomically, embedding ``provenance`` in its metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    from cellcc._columns import Table
+
+    if isinstance(frame, Table):
+        table = frame.parquet_table()
+    else:
+        table = pa.Table.from_pandas(frame, preserve_index=False)
     if provenance is not None:
         metadata = dict(table.schema.metadata or {})
         metadata[PARQUET_PROVENANCE_KEY] = json.dumps(json_ready(provenance)).encode()
@@ -189,12 +197,70 @@ def package_version() -> str:
 
 
 def _distribution_version(name: str) -> str | None:
+    """``importlib.metadata.version(name)``, or None if ``name`` is not installed."""
+    version = _dist_info_version(name)
+    if version is not None:
+        return version
     from importlib import metadata
 
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+def _dist_info_version(name: str) -> str | None:
+    """The version importlib.metadata finds for ``name`` when its ``.dist-info``
+    directory is in a directory on ``sys.path`` (the usual install), read without
+    importing importlib.metadata (~20 ms of CPU, a tenth of ``cellcc --version``).
+
+    It searches as importlib.metadata does: ``sys.path`` in order, each directory in
+    listing order, names normalized alike. None, and importlib.metadata decides, when
+    anything else could come first: another distribution finder, a path entry that is
+    not a directory (a zip), an egg, or no ``Version`` in ``METADATA``."""
+    import importlib.machinery
+
+    finders = [f for f in sys.meta_path if hasattr(f, "find_distributions")]
+    if finders != [importlib.machinery.PathFinder]:
+        return None
+    wanted = _normalized(name)
+    for entry in sys.path:
+        root = Path(entry or ".")
+        if root.name.lower().endswith(".egg"):
+            return None
+        try:
+            children = [child.name for child in root.iterdir()]
+        except NotADirectoryError:
+            return None
+        except OSError:
+            continue  # importlib.metadata skips a missing directory too
+        for child in children:
+            low = child.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            if _normalized(low.rpartition(".")[0].partition("-")[0]) != wanted:
+                continue
+            if low.endswith(".egg-info"):
+                return None
+            try:
+                with (root / child / "METADATA").open(encoding="utf-8") as handle:
+                    for line in handle:
+                        if line[:1] in (" ", "\t"):
+                            continue  # a folded header's next line
+                        key, sep, value = line.partition(":")
+                        if not sep:
+                            break  # the end of the headers
+                        if key.lower() == "version":
+                            return value.strip()
+            except OSError:
+                return None
+            return None
+    return None
+
+
+def _normalized(name: str) -> str:
+    """A distribution name as importlib.metadata compares them (PEP 503, ``_``)."""
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
 
 
 def command_line() -> str:

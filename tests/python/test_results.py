@@ -1,6 +1,8 @@
 import json
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -73,3 +75,29 @@ def test_provenance_fields():
     assert record["scenario"] == "x = 1\n"
     revision = record["git_revision"]
     assert revision == "unknown" or re.fullmatch(r"[0-9a-f]{40}(-dirty)?", revision)
+
+
+def test_distribution_versions_are_those_importlib_metadata_finds():
+    from importlib import metadata
+
+    from cellcc.results import _dist_info_version, _distribution_version
+
+    names = {dist.metadata["Name"] for dist in metadata.distributions()}
+    for name in sorted(names):
+        # Found without importlib.metadata, or left to it (an egg, a zip).
+        assert _dist_info_version(name) in (None, metadata.version(name)), name
+        assert _distribution_version(name.upper().replace("-", "_")) == metadata.version(name)
+    for name in ("numpy", "pandas", "pyarrow"):
+        assert _dist_info_version(name) == metadata.version(name)
+    assert _distribution_version("no-such-distribution") is None
+
+
+def test_versions_are_read_without_importing_importlib_metadata():
+    if results._dist_info_version("cellcc") is None:
+        pytest.skip("cellcc is not installed as a distribution here")
+    code = (
+        "import sys, cellcc; from cellcc.results import provenance; provenance(seed=1); "
+        "print('importlib.metadata' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -57,7 +57,9 @@ def run(
         result = api.simulate(file, seed=seed, progress=update, overrides=overrides)
     out_dir = out if out is not None else Path("out") / file.stem
     result.save(out_dir)
-    if result.acks is not None and not result.acks.empty:
+    # The results are written from the core's columns: pandas loads only for a plot.
+    acks = result._table("acks")
+    if acks is not None and not acks.empty:
         from cellcc import plots
 
         name = result.meta.get("name", file.stem)
@@ -65,7 +67,7 @@ def run(
         plots.save(figure, out_dir / "ack-pattern.png")
     console = stdout()
     title = f"{result.meta.get('name', file.stem)} (seed {result.seed})"
-    console.print(summary_table(result.summary, title))
+    console.print(summary_table(result._table("summary"), title))
     wall = result.meta.get("wall_s")
     events = result.meta.get("events")
     if isinstance(wall, int | float) and isinstance(events, int):
