@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -271,6 +272,8 @@ def render_docs(
         tally = scorecard.counts(card.get("claims") or [])
         summary.append(
             {
+                "wall_s": timing.get("wall_s"),
+                "end_to_end_s": timing.get("end_to_end_s"),
                 "experiment": f"[`{entry.id}`](#{_anchor(entry)})",
                 "paper, figure": f"{entry.paper}, {entry.figure}",
                 "claims hold": f"{tally['hold']} of {tally['claims']}",
@@ -284,12 +287,17 @@ def render_docs(
         f"In all, **{total['hold']} of {total['claims']} claims hold** "
         f"({total['fail']} do not"
         + (f", {total['not_evaluated']} could not be evaluated" if total["not_evaluated"] else "")
-        + ")."
+        + f"). The runs of the {len(found)} entries took {_total(summary, 'wall_s')} of wall "
+        f"time, {_total(summary, 'end_to_end_s')} with their reports."
     )
     missing = [e.id for e in entries if e not in found]
     text = template if template is not None else _template()
     values = {
-        "{{summary}}": totals + "\n\n" + _markdown_table(pd.DataFrame.from_records(summary)),
+        "{{summary}}": totals
+        + "\n\n"
+        + _markdown_table(
+            pd.DataFrame.from_records(summary).drop(columns=["wall_s", "end_to_end_s"])
+        ),
         "{{entries}}": "\n\n".join(_entry_section(e, root / e.id) for e in found),
         "{{missing}}": (
             "Catalogue entries not in these results: " + ", ".join(f"`{m}`" for m in missing) + "."
@@ -302,7 +310,16 @@ def render_docs(
         if placeholder not in text:
             raise UsageError(f"{TEMPLATE}: the template lacks the {placeholder} placeholder")
         text = text.replace(placeholder, values[placeholder])
-    return text.rstrip() + "\n"
+    # A placeholder left empty (no missing entries) leaves no run of blank lines.
+    return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+
+
+def _total(rows: Sequence[Mapping[str, Any]], key: str) -> str:
+    """The sum of a timing over the entries (— if any entry lacks it)."""
+    values = [r.get(key) for r in rows]
+    if not values or not all(isinstance(v, int | float) for v in values):
+        return "—"
+    return _seconds(float(sum(values)))
 
 
 def _anchor(entry: Any) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "SCORECARD_FILE",
     "UNIT_COLUMNS",
     "claim_text",
+    "compared_text",
     "counts",
     "display_frame",
     "evaluate",
@@ -217,7 +218,8 @@ def _rows(
         "claim": claim.text,
         "kind": claim.kind,
         "metric": claim.metric,
-        "subject": subject.describe(combo),
+        "subject": subject.describe(),
+        "each": ", ".join(f"{k}={cell_text(v)}" for k, v in combo.items()),
         "tolerance": claim.tolerance_text(),
         "why": claim.why,
     }
@@ -235,7 +237,7 @@ def _rows(
         if units is not None and their_units is not None and math.isfinite(ratio):
             interval = intervals.ratio_interval(units, their_units, ratio)
         row = base | {
-            "reference": other.describe(combo),
+            "reference": other.describe(),
             "reference_metric": other.metric,
             "ours_subject": _finite(point),
             "ours_reference": _finite(theirs),
@@ -371,12 +373,15 @@ def ci_text(row: Mapping[str, Any]) -> str:
     return f"{row['ci_n']} {what.get(method, method)}"
 
 
+def compared_text(row: Mapping[str, Any]) -> str:
+    """What a row measures: ``cesar vs bbr; scheduling.preset=lte-fdd-sr5``."""
+    text = row["subject"] + (f" vs {row['reference']}" if row.get("reference") else "")
+    return text + (f"; {row['each']}" if row.get("each") else "")
+
+
 def claim_text(row: Mapping[str, Any]) -> str:
-    """The claim in words, then what is measured: ``(cesar vs bbr, efficiency)``."""
-    compared = row["subject"]
-    if row.get("reference"):
-        compared += f" vs {row['reference']}"
-    return f"{row['claim']} ({compared})"
+    """The claim in words, then what is measured: ``(cesar vs bbr; preset=...)``."""
+    return f"{row['claim']} ({compared_text(row)})"
 
 
 def display_frame(rows: Sequence[Mapping[str, Any]], *, why: bool = True) -> pd.DataFrame:

@@ -266,10 +266,13 @@ def test_ratio_interval_is_the_paired_delta_method():
 
 def test_where_each_and_normalisation_select_as_the_report_averages():
     rows = _evaluate(_value("a", paper=10.0, each=["trace"]))
-    assert [(r["subject"], r["ours"]) for r in rows] == [
-        ("a [trace=t1]", pytest.approx(10.0)),
-        ("a [trace=t2]", pytest.approx(11.0)),
+    assert [(r["subject"], r["each"], r["ours"]) for r in rows] == [
+        ("a", "trace=t1", pytest.approx(10.0)),
+        ("a", "trace=t2", pytest.approx(11.0)),
     ]
+    assert scorecard.claim_text(rows[1]) == "t (a; trace=t2)"
+    (where,) = _evaluate(_value("a", paper=10.0, where={"trace": "t1"}))
+    assert where["subject"] == "a [trace=t1]" and where["each"] == ""
     # Normalised to b in each (trace, seed): a/b = 2.25, 1.833, 2, 2.4 → mean 2.121.
     (norm,) = _evaluate(_value("a", paper=2.0), normalise_to="b", group=["label"])
     assert norm["ours"] == pytest.approx(np.mean([9 / 4, 11 / 6, 10 / 5, 12 / 5]))
@@ -385,9 +388,10 @@ def test_docs_are_generated_from_quick_results(shared_traces, tmp_path):
     for entry_id in ("cesar-fig6", "c2tcp-ifip-fig2"):
         assert f"(`{entry_id}`)" in text
     section = text[text.index("(`c2tcp-ifip-fig2`)") :]
-    assert "| claim | metric | ours [95 % CI] |" in section
-    rows = [line for line in section.splitlines() if line.startswith("| C2TCP")]
-    assert rows and all(line.rstrip(" |").endswith(("✔", "✘")) for line in rows)
+    table = section[section.index("| claim | metric | ours [95 % CI] |") :].split("\n\n")[0]
+    rows = table.splitlines()[2:]  # after the header and its rule
+    assert len(rows) == 3, table  # the entry's three claims
+    assert all(line.rstrip(" |").endswith(("✔", "✘")) for line in rows), table
     assert "10 phases" in section  # one run per label: batch means over its phases
     assert "Wall time: " in section and " s for 2 runs" in section
     assert "## Not yet in the catalogue" in text and "{{" not in text

@@ -127,9 +127,8 @@ def _scorecard_table(entry_id: str, rows: list[dict[str, Any]]) -> Any:
     for column in ("claim", "compared", "metric", "ours [95 % CI]", "paper", "holds"):
         shown.add_column(column, overflow="fold", justify="center" if column == "holds" else "left")
     for row in rows:
-        compared = row["subject"] + (f" vs {row['reference']}" if row.get("reference") else "")
         shown.add_row(
-            row["id"], compared, row["metric"], scorecard.ours_text(row),
+            row["id"], scorecard.compared_text(row), row["metric"], scorecard.ours_text(row),
             scorecard.paper_text(row), scorecard.mark(row.get("holds")),
         )  # fmt: skip
     return shown
