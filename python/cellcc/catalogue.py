@@ -5,8 +5,9 @@ links there), so an installed wheel carries the same catalogue as the repository
 
 Each file is a sweep (docs/experiments.md) with an ``[experiment]`` table naming the
 ``paper``, the ``figure`` or table, a ``description`` and optionally the ``published``
-numbers to show next to ours, and a ``[report]`` table choosing the view. The file
-stem is the experiment's id (``cellcc reproduce c2tcp-jsac-table1``).
+numbers to show next to ours, the paper's ``claims`` as checks (:mod:`cellcc.claims`),
+and a ``[report]`` table choosing the view. The file stem is the experiment's id
+(``cellcc reproduce c2tcp-jsac-table1``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from cellcc._native import ScenarioError, UsageError
+from cellcc.claims import parse_claims
 
 __all__ = ["CATALOGUE_ENV", "Entry", "catalogue_dir", "entries", "examples_dir", "find"]
 
 #: Environment variable naming another catalogue directory.
 CATALOGUE_ENV = "CELLCC_EXPERIMENTS"
-EXPERIMENT_KEYS = ("paper", "figure", "description", "published", "notes")
+EXPERIMENT_KEYS = ("paper", "figure", "description", "published", "notes", "claims")
 REQUIRED_KEYS = ("paper", "figure", "description")
 
 
@@ -38,6 +40,8 @@ class Entry:
     figure: str
     description: str
     view: str
+    claims: int = 0
+    """How many claims the entry states (``[[experiment.claims]]``)."""
 
 
 def catalogue_dir(directory: str | os.PathLike[str] | None = None) -> Path:
@@ -81,6 +85,7 @@ def _entry(path: Path) -> Entry:
     published = experiment.get("published", [])
     if not isinstance(published, list) or not all(isinstance(p, dict) for p in published):
         raise ScenarioError(f"{path}: experiment.published: expected an array of tables")
+    claims = parse_claims(experiment, str(path))
     report: Any = spec.get("report", {})
     view = report.get("view", "table") if isinstance(report, dict) else "table"
     if isinstance(view, list):  # several views, drawn in order
@@ -92,6 +97,7 @@ def _entry(path: Path) -> Entry:
         figure=experiment["figure"],
         description=experiment["description"],
         view=str(view),
+        claims=len(claims),
     )
 
 

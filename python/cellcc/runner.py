@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from cellcc._native import UsageError
+from cellcc.intervals import phase_table
 from cellcc.results import (
     json_ready,
     provenance,
@@ -62,6 +63,8 @@ __all__ = [
 EXECUTORS = ("local", "ray")
 RUNS_DIR = "runs"
 RESULTS_FILE = "results.parquet"
+#: Every run's metrics in equal phases of the run (cellcc.intervals.phase_table).
+PHASES_FILE = "phases.parquet"
 #: Columns every row of the dataset starts with, before the sweep's parameter columns.
 LEADING = ("run", "run_index", "seed")
 
@@ -211,7 +214,8 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
         for name, value in cc.get(int(row["flow"]), {}).items():
             if name != "flow":
                 row[f"cc.{name}"] = value
-    extra: dict[str, Any] = {}
+    # The scorecard's batch means (cellcc.intervals): the run's metrics in equal phases.
+    extra: dict[str, Any] = {"phases": phase_table(result.timeseries).to_dict(orient="list")}
     if task.get("series"):
         extra["timeseries"] = result.timeseries.to_dict(orient="list")
     if task.get("ack_gaps"):
@@ -536,8 +540,12 @@ def consolidate(
     """Join the run files of ``sweep`` into ``results.parquet``/``.csv``; return the rows."""
     out = Path(out_dir)
     rows: list[dict[str, Any]] = []
+    phases: list[dict[str, Any]] = []
     for run, key in zip(sweep.runs, keys, strict=True):
         record = json.loads((out / RUNS_DIR / f"{key}.json").read_text(encoding="utf-8"))
+        table = record.get("phases") or {}
+        for i in range(len(next(iter(table.values()), []))):
+            phases.append({"run_index": run.index, **{k: v[i] for k, v in table.items()}})
         for summary in record["summary"]:
             row: dict[str, Any] = {"run": key, "run_index": run.index, "seed": run.seed}
             row.update({k: _column_value(v) for k, v in run.params.items()})
@@ -564,5 +572,9 @@ def consolidate(
     )
     write_parquet_atomic(out / RESULTS_FILE, frame, provenance=record)
     write_csv_atomic(out / "results.csv", frame)
+    if phases:
+        write_parquet_atomic(out / PHASES_FILE, pd.DataFrame.from_records(phases))
+    else:  # runs recorded before phases were kept: no stale file from another sweep
+        (out / PHASES_FILE).unlink(missing_ok=True)
     write_json_atomic(out / "provenance.json", record)
     return frame

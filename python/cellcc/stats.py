@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Interval", "mean_ci"]
+__all__ = ["Interval", "mean_ci", "t_quantile"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,15 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> Interval:
         return Interval(samples[0], samples[0], samples[0], n, 0.0, confidence)
     mean = math.fsum(samples) / n
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in samples) / (n - 1))
+    half = t_quantile(n - 1, confidence) * std / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n, std, confidence)
+
+
+def t_quantile(df: int, confidence: float = 0.95) -> float:
+    """The two-sided ``confidence`` quantile of Student's t with ``df`` degrees of
+    freedom, ``t(1 - (1 - c)/2, df)`` (4.303 for ``df`` = 2 at 95 %)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
     from scipy.stats import t
 
-    half = float(t.ppf(0.5 + confidence / 2.0, n - 1)) * std / math.sqrt(n)
-    return Interval(mean, mean - half, mean + half, n, std, confidence)
+    return float(t.ppf(0.5 + confidence / 2.0, df))

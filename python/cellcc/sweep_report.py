@@ -18,12 +18,14 @@ A sweep's ``[report]`` table picks a view (docs/experiments.md):
 the figures of each, in order, under the one table.
 
 Every view also shows the grouped table with the ``published`` values beside ours,
-the command that regenerates the report, and the provenance of the dataset.
+the command that regenerates the report, and the provenance of the dataset. When the
+experiment states claims (:mod:`cellcc.claims`), the report opens with their scorecard
+(:mod:`cellcc.scorecard`, also written as ``scorecard.json``). The index of reproduced
+experiments is :mod:`cellcc.reproduction`'s (re-exported here).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,13 +35,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from cellcc import plots, sweep_views
-from cellcc.report import REPORT_FILE, Plot, Section, write_report
-from cellcc.results import PROVENANCE_FILE, write_csv_atomic, write_json_atomic, write_text_atomic
+from cellcc import plots, scorecard, sweep_views
+from cellcc.report import Plot, Section, write_report
+from cellcc.reproduction import INDEX_ENTRY_FILE, index_entries, write_index
+from cellcc.results import write_csv_atomic
 from cellcc.runner import ACK_GAPS_FILE, report_views
 from cellcc.sweep import Sweep
 
 __all__ = [
+    "INDEX_ENTRY_FILE",
     "VIEWS",
     "grouped_table",
     "index_entries",
@@ -387,6 +391,10 @@ def write_sweep_report(
             view, options, rows, series, gaps, out, sweep, subtitle, command, published
         )
     section.plots = plots_out
+    card = scorecard.for_sweep(
+        sweep, results, out, options=options, context=context, series=series, window=window
+    )
+    sections = [section] if card is None else [scorecard.section(card, quick=sweep.quick), section]
     intro = (
         f"Table: {what} per {', '.join(group)}; columns marked (paper) are the published "
         "numbers. " + str(experiment.get("notes", ""))
@@ -394,7 +402,7 @@ def write_sweep_report(
     page = write_report(
         out,
         title=title or f"cellcc: {sweep.name}",
-        sections=[section],
+        sections=sections,
         provenance_record=provenance_record,
         intro=intro,
     )
@@ -523,78 +531,3 @@ def _facets(rows: pd.DataFrame, facets: Sequence[str]) -> list[tuple[tuple[Any, 
     return [
         (k if isinstance(k, tuple) else (k,), part) for k, part in rows.groupby(keys, sort=False)
     ]
-
-
-#: Written beside each experiment's report by :func:`write_index`: the row the index
-#: shows for it, so a later ``reproduce`` into the same directory can list it again.
-INDEX_ENTRY_FILE = "index-entry.json"
-
-
-def index_entries(
-    out_dir: str | os.PathLike[str], entries: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """Every experiment in ``out_dir``, sorted by id: ``entries`` (this invocation's,
-    each recorded in its folder's ``index-entry.json``) and every other folder with a
-    report, from its recorded entry or, if it has none, by its id alone."""
-    root = Path(out_dir)
-    current: dict[str, dict[str, Any]] = {}
-    for entry in entries:
-        given = dict(entry)
-        page = Path(given["report"])
-        record = {k: v for k, v in given.items() if k != "report"} | {"report": page.name}
-        write_json_atomic(page.parent / INDEX_ENTRY_FILE, record)
-        current[str(given["id"])] = given
-    found: dict[str, dict[str, Any]] = {}
-    for page in sorted(root.glob(f"*/{REPORT_FILE}")):
-        folder = page.parent
-        if folder.name in current or not (folder / PROVENANCE_FILE).is_file():
-            continue
-        row: dict[str, Any] = {"id": folder.name}
-        try:
-            recorded = json.loads((folder / INDEX_ENTRY_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            recorded = {}
-        if isinstance(recorded, dict):
-            row |= {k: v for k, v in recorded.items() if k not in ("id", "report")}
-        row["report"] = page
-        found[folder.name] = row
-    merged = found | current
-    return [merged[key] for key in sorted(merged)]
-
-
-def write_index(
-    out_dir: str | os.PathLike[str],
-    entries: Sequence[Mapping[str, Any]],
-    *,
-    command: str,
-    provenance_record: Mapping[str, Any],
-) -> Path:
-    """An index page linking the report of every experiment in ``out_dir``: ``entries``
-    (this invocation's) and those earlier invocations left there (:func:`index_entries`)."""
-    import html
-
-    root = Path(out_dir)
-    entries = index_entries(root, entries)
-    frame = pd.DataFrame.from_records(
-        [{k: v for k, v in e.items() if k != "report"} for e in entries]
-    )
-    links = " · ".join(
-        f'<a href="{html.escape(os.path.relpath(e["report"], root))}">{html.escape(e["id"])}</a>'
-        for e in entries
-    )
-    section = Section(
-        title="Experiments",
-        description="Each experiment's report shows our numbers next to the published ones.",
-        commands=[("Regenerate everything:", command)],
-        table=frame,
-        columns=None,
-    )
-    page = write_report(
-        root,
-        title="cellcc: reproduced experiments",
-        sections=[section],
-        provenance_record=provenance_record,
-        intro="",
-    )
-    text = page.read_text(encoding="utf-8").replace("</h1>", f"</h1>\n<p>Reports: {links}</p>", 1)
-    return write_text_atomic(page, text)

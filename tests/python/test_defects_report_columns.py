@@ -18,20 +18,19 @@ pytestmark = pytest.mark.usefixtures("native")
 
 
 class _Headers(HTMLParser):
-    """The text of every ``<th>`` of the first ``<table>`` (the summary table)."""
+    """The text of every ``<th>`` of each ``<table>``."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.headers: list[str] = []
+        self.tables: list[list[str]] = []
         self._in_th = False
-        self._tables = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "table":
-            self._tables += 1
-        elif tag == "th" and self._tables == 1:
+            self.tables.append([])
+        elif tag == "th" and self.tables:
             self._in_th = True
-            self.headers.append("")
+            self.tables[-1].append("")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "th":
@@ -39,13 +38,16 @@ class _Headers(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self._in_th:
-            self.headers[-1] += data
+            self.tables[-1][-1] += data
 
 
 def table_headers(page: Path) -> list[str]:
+    """The headers of the summary table: the first after the scorecard (whose first
+    column is the claim)."""
     parser = _Headers()
     parser.feed(page.read_text(encoding="utf-8"))
-    return [h.strip() for h in parser.headers]
+    tables = [[h.strip() for h in headers] for headers in parser.tables]
+    return next(headers for headers in tables if headers and headers[0] != "claim")
 
 
 def _short_copy(entry_id: str, directory: Path, duration_s: float) -> Path:

@@ -16,7 +16,8 @@ from cellcc.sweep_report import write_index
 
 
 class _Index(HTMLParser):
-    """The report links and the first column of the experiments table."""
+    """The report links and the first column of the experiments table (the one under the
+    "Experiments" heading: the scorecard of every claim comes first)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -25,11 +26,18 @@ class _Index(HTMLParser):
         self._cell = -1
         self._in_td = False
         self._in_body = False
+        self._heading: str | None = None
+        self._in_experiments = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             self.links.append(dict(attrs).get("href") or "")
-        elif tag == "tbody":
+        elif tag == "h2":
+            self._heading = ""
+        elif tag == "table":
+            # Only the table under the "Experiments" heading (the scorecard comes first).
+            self._in_experiments = (self._heading or "").strip() == "Experiments"
+        elif tag == "tbody" and self._in_experiments:
             self._in_body = True
         elif tag == "tr" and self._in_body:
             self._cell = -1
@@ -40,12 +48,16 @@ class _Index(HTMLParser):
                 self.ids.append("")
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._in_experiments = False
         if tag == "td":
             self._in_td = False
         elif tag == "tbody":
             self._in_body = False
 
     def handle_data(self, data: str) -> None:
+        if self._heading is not None and self.lasttag == "h2":
+            self._heading += data
         if self._in_td:
             self.ids[-1] += data
 

@@ -36,10 +36,14 @@ def sweep(
     traces: TracesOption = None,
 ) -> None:
     """Run a sweep: every run cached, results in one Parquet dataset, an HTML report."""
+    from cellcc.claims import check_claims, parse_claims
     from cellcc.sweep import load_sweep
+    from cellcc.sweep_report import report_options
 
     check_executor(executor, address)
     loaded = load_sweep(file, quick=quick, traces_dir=traces)
+    # Claims (an [experiment] table's) are checked before the first run, not after.
+    check_claims(parse_claims(loaded.experiment, loaded.source), loaded, report_options(loaded))
     target = out if out is not None else Path("out") / "sweeps" / loaded.name
     command = command_line(
         "sweep", file, "--out", target, "--quick" if quick else None,
