@@ -22,7 +22,7 @@ use crate::objects::Algo;
 use crate::signals;
 
 /// The algorithm the Tuner drives.
-pub const ALGO: &str = "c2tcp";
+pub(crate) const ALGO: &str = "c2tcp";
 /// `alpha_x100` per Tuner α unit: the Tuner keeps thousandths.
 const MILLI_PER_X100: u32 = ALPHA_ONE / 100;
 /// Stats fields the Tuner reads.
@@ -37,7 +37,7 @@ const FIELDS: &[&str] = &[
 
 /// Tuner options from the command line.
 #[derive(Clone, Copy, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// Target for every flow; `None`: each flow's `target_us` parameter.
     pub target: Option<Dur>,
     /// Tuning cycle.
@@ -54,7 +54,7 @@ struct FlowTuner {
 }
 
 /// Runs until SIGINT/SIGTERM.
-pub fn run(algo: &Algo, opts: Options) -> Result<()> {
+pub(crate) fn run(algo: &Algo, opts: Options) -> Result<()> {
     for f in FIELDS {
         if algo.stats.field(f).is_none() {
             bail!(

@@ -125,7 +125,7 @@ pub(crate) mod test_value {
     use serde::de::{self, IntoDeserializer, Visitor};
 
     #[derive(Clone, Debug)]
-    pub enum V {
+    pub(crate) enum V {
         S(&'static str),
         F(f64),
         I(i64),
@@ -134,7 +134,7 @@ pub(crate) mod test_value {
     }
 
     /// Deserialises `T` from `v`, returning the error message on failure.
-    pub fn from<T: serde::de::DeserializeOwned>(v: V) -> Result<T, String> {
+    pub(crate) fn from<T: serde::de::DeserializeOwned>(v: V) -> Result<T, String> {
         T::deserialize(v).map_err(|e| e.to_string())
     }
 

@@ -55,7 +55,7 @@ pub struct CellConfig {
 
 /// Most UEs a cell may hold: UE indices travel as 16 bits in the simulator's events,
 /// far above any cell the papers model (a handful of UEs).
-pub const MAX_UES: usize = 4096;
+pub(super) const MAX_UES: usize = 4096;
 
 /// One UE of a [`CellConfig`]: its channel (exactly one of `trace`, `rate_mbps`) and
 /// its queue at the base station.

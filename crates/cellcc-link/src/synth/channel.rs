@@ -419,7 +419,7 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// TTIs in the trace: every TTI that starts before the end.
-    pub fn ttis(&self) -> u64 {
+    pub(crate) fn ttis(&self) -> u64 {
         (u64::from(self.duration_ms) * NS_PER_MS).div_ceil(self.tti.as_ns())
     }
 }
@@ -453,7 +453,7 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
-    pub fn new(p: Prepared, seed: u64) -> Self {
+    pub(super) fn new(p: Prepared, seed: u64) -> Self {
         let mut shadow_rng = ChaCha8Rng::seed_from_u64(seed);
         shadow_rng.set_stream(STREAM_SHADOWING);
         let mut fading_rng = ChaCha8Rng::seed_from_u64(seed);
@@ -524,7 +524,7 @@ impl Channel {
     }
 
     /// Advances one TTI and returns its sample.
-    pub fn next_sample(&mut self) -> TtiSample {
+    pub(super) fn next_sample(&mut self) -> TtiSample {
         let k = self.next_tti;
         self.next_tti += 1;
         if k > 0 {

@@ -128,7 +128,7 @@ pub(crate) struct Opportunities {
 }
 
 impl Opportunities {
-    pub fn new(unit: u64) -> Self {
+    pub(crate) fn new(unit: u64) -> Self {
         Opportunities {
             unit,
             carry: 0,
@@ -137,7 +137,7 @@ impl Opportunities {
     }
 
     /// Adds `amount` units offered at millisecond `timestamp_ms` (non-decreasing).
-    pub fn add(&mut self, timestamp_ms: u32, amount: u64) {
+    pub(crate) fn add(&mut self, timestamp_ms: u32, amount: u64) {
         self.carry += amount;
         let whole = self.carry / self.unit;
         self.carry -= whole * self.unit;
@@ -147,7 +147,7 @@ impl Opportunities {
 
     /// The trace, with one opportunity added at `end_ms` when the last millisecond has
     /// none (the last line is the loop period).
-    pub fn finish(mut self, end_ms: u32, name: &str) -> Trace {
+    pub(crate) fn finish(mut self, end_ms: u32, name: &str) -> Trace {
         if self.timestamps.last() != Some(&end_ms) {
             self.timestamps.push(end_ms);
         }
@@ -218,13 +218,13 @@ mod tests {
         use serde::de::value::{Error, MapDeserializer};
         use serde::de::{Deserializer, IntoDeserializer, Visitor};
 
-        pub enum Value {
+        pub(super) enum Value {
             Map(Vec<(String, Value)>),
             Number(f64),
             Text(String),
         }
 
-        pub fn parse(text: &str) -> Value {
+        pub(super) fn parse(text: &str) -> Value {
             Value::Map(
                 text.split_whitespace()
                     .map(|pair| {

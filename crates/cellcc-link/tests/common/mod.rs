@@ -8,13 +8,13 @@ use cellcc_link::{Link, LinkService, QueueSpec, Trace, TraceMode};
 use cellcc_units::Time;
 
 /// Directory of the shared Mahimahi traces, relative to this crate.
-pub const TRACE_DIR: &str = concat!(
+pub(crate) const TRACE_DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/traces/mahimahi"
 );
 
 /// Path of a shared trace, or `None` (with a note) when it is not available.
-pub fn shared_trace(name: &str) -> Option<PathBuf> {
+pub(crate) fn shared_trace(name: &str) -> Option<PathBuf> {
     let path = PathBuf::from(TRACE_DIR).join(name);
     if path.is_file() {
         Some(path)
@@ -24,14 +24,14 @@ pub fn shared_trace(name: &str) -> Option<PathBuf> {
     }
 }
 
-pub fn trace_link(timestamps_ms: &[u32], mode: TraceMode, queue: QueueSpec) -> Link<u32> {
+pub(crate) fn trace_link(timestamps_ms: &[u32], mode: TraceMode, queue: QueueSpec) -> Link<u32> {
     let trace = Trace::from_timestamps(timestamps_ms.to_vec(), "test").unwrap();
     Link::new(LinkService::trace(Arc::new(trace), mode), queue)
 }
 
 /// Runs the link event by event (advance at each `next_wakeup`) until it is idle or the
 /// next event is after `until`; returns `(item, departed_at)` in departure order.
-pub fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
+pub(crate) fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
     let mut out = Vec::new();
     while let Some(t) = link.next_wakeup().filter(|&t| t <= until) {
         link.advance(t);
@@ -47,7 +47,7 @@ pub fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
 }
 
 /// Departure times in whole milliseconds (all trace departures are whole ms).
-pub fn ms(departures: &[(u32, Time)]) -> Vec<u64> {
+pub(crate) fn ms(departures: &[(u32, Time)]) -> Vec<u64> {
     departures
         .iter()
         .map(|&(_, t)| {

@@ -212,7 +212,7 @@ mod portable {
     const TWO_54: f64 = (1u64 << 54) as f64;
 
     /// Natural logarithm of a finite `x > 0` (0 gives −∞).
-    pub fn ln(x: f64) -> f64 {
+    pub(super) fn ln(x: f64) -> f64 {
         if x == 0.0 {
             return f64::NEG_INFINITY;
         }
@@ -242,7 +242,7 @@ mod portable {
     }
 
     /// e^x.
-    pub fn exp(x: f64) -> f64 {
+    pub(super) fn exp(x: f64) -> f64 {
         if x.is_nan() {
             return x;
         }

@@ -11,7 +11,7 @@ use cellcc_sim::{run, Scenario, SimOutput};
 
 /// Every data packet and every ACK sent was delivered, dropped or is still in the
 /// network, exactly once.
-pub fn conserved(out: &SimOutput) {
+pub(crate) fn conserved(out: &SimOutput) {
     let c = out.conservation;
     assert_eq!(
         c.data_sent,
@@ -26,7 +26,7 @@ pub fn conserved(out: &SimOutput) {
 }
 
 /// Parse `text` (named `name` in errors) and run it; panics with the loader's message.
-pub fn simulate(name: &str, text: &str) -> SimOutput {
+pub(crate) fn simulate(name: &str, text: &str) -> SimOutput {
     let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let out = run(&sc);
     write_plot(name, &out);
@@ -34,7 +34,7 @@ pub fn simulate(name: &str, text: &str) -> SimOutput {
 }
 
 /// Write `out`'s time series to `$CELLCC_TEST_PLOTS/<name>.json` when that is set.
-pub fn write_plot(name: &str, out: &SimOutput) {
+pub(crate) fn write_plot(name: &str, out: &SimOutput) {
     if let Some(dir) = std::env::var_os("CELLCC_TEST_PLOTS") {
         let path = PathBuf::from(dir).join(format!("{name}.json"));
         std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
@@ -42,7 +42,7 @@ pub fn write_plot(name: &str, out: &SimOutput) {
 }
 
 /// The shared Mahimahi traces, or `None` (with a note) when they are absent.
-pub fn traces_dir() -> Option<PathBuf> {
+pub(crate) fn traces_dir() -> Option<PathBuf> {
     let p = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/traces/mahimahi"
@@ -57,7 +57,7 @@ pub fn traces_dir() -> Option<PathBuf> {
 
 /// The `.down` traces of the shared Mahimahi set, sorted, or `None` (with a note) when
 /// the set is absent. Panics if the folder exists but holds none.
-pub fn down_traces() -> Option<Vec<PathBuf>> {
+pub(crate) fn down_traces() -> Option<Vec<PathBuf>> {
     let dir = traces_dir()?;
     let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
