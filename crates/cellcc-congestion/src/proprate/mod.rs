@@ -230,10 +230,12 @@ impl PropRate {
         }
     }
 
+    /// The parameters in use.
     pub fn config(&self) -> &PropRateConfig {
         &self.config
     }
 
+    /// The current state (Slow Start, Buffer Fill, Buffer Drain or Monitor).
     pub fn state(&self) -> &State {
         &self.state
     }

@@ -97,6 +97,7 @@ pub fn eq8(t: Dur, rtt: Dur, l_max: Dur) -> Eq8 {
 /// The gains in use, after clamping.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gains {
+    /// The buffer-delay waveform the gains are for (Eq. 6).
     pub regime: Regime,
     /// Utilisation the waveform aims for (1 in the buffer-full regime).
     pub u: f64,

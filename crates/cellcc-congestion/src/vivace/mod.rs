@@ -178,20 +178,31 @@ use monitor::{Mi, Regression, Trend};
 /// Vivace's phase; every change goes through [`Vivace::transition`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Phase {
-    /// Rate doubles after every improving MI; `last` = the last MI's utility.
-    SlowStart { last: f64 },
-    /// A probing round: the offsets (±ε) of the useful MIs still to send.
-    Probing { plan: VecDeque<f64>, rounds: u32 },
-    /// Stepping in `direction` (±1); `rounds` consecutive steps; `last` = (target rate
-    /// in Mbit/s, utility) of the MI the next one is compared with.
-    DecisionMade {
-        direction: f64,
+    /// Rate doubles after every improving MI.
+    SlowStart {
+        /// The last MI's utility.
+        last: f64,
+    },
+    /// A probing round.
+    Probing {
+        /// The offsets (±ε) of the useful MIs still to send, in sending order.
+        plan: VecDeque<f64>,
+        /// Consecutive probing rounds without a decision, this one included (from 1).
         rounds: u32,
+    },
+    /// Stepping in one direction after a probing decision.
+    DecisionMade {
+        /// +1 to increase the rate, −1 to decrease it.
+        direction: f64,
+        /// Consecutive steps taken in `direction` (the amplifier's n of the last one).
+        rounds: u32,
+        /// (Target rate in Mbit/s, utility) of the MI the next one is compared with.
         last: (f64, f64),
     },
 }
 
 impl Phase {
+    /// Label used in time series and by [`CongestionControl::phase`].
     pub fn name(&self) -> &'static str {
         match self {
             Phase::SlowStart { .. } => "slow_start",
@@ -264,6 +275,7 @@ fn votes_increase(a: (f64, f64), b: (f64, f64)) -> bool {
 }
 
 impl Vivace {
+    /// A controller in slow start; `init` sets the first base rate.
     pub fn new(config: VivaceConfig) -> Self {
         Vivace {
             phase: Phase::SlowStart { last: 0.0 },
@@ -278,6 +290,7 @@ impl Vivace {
         }
     }
 
+    /// The current phase.
     pub fn phase_state(&self) -> &Phase {
         &self.phase
     }
