@@ -15,11 +15,14 @@ use rand_core::Rng;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("`{field}`: {reason}")]
 pub struct ParamError {
+    /// The key, relative to the table it came from.
     pub field: String,
+    /// What is wrong with the value, and what would be accepted.
     pub reason: String,
 }
 
 impl ParamError {
+    /// An error for `field`.
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         ParamError {
             field: field.into(),

@@ -29,21 +29,34 @@ pub const MAHIMAHI_FRAMING_BYTES: u32 = 4;
 pub enum LinkService {
     /// Mahimahi trace of delivery opportunities; every packet is charged
     /// `ip_len + MAHIMAHI_FRAMING_BYTES`.
-    Trace { trace: Arc<Trace>, mode: TraceMode },
+    Trace {
+        /// The delivery opportunities.
+        trace: Arc<Trace>,
+        /// Whether the trace loops or plays once.
+        mode: TraceMode,
+    },
     /// Fixed rate; every packet is charged `ip_len + framing_bytes` (0 by default).
-    Constant { rate: Bandwidth, framing_bytes: u32 },
+    Constant {
+        /// The link rate.
+        rate: Bandwidth,
+        /// Bytes added to each packet's IP length before it is serialised.
+        framing_bytes: u32,
+    },
 }
 
 /// A link that cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LinkConfigError {
+    /// The rate is 0 bit/s.
     #[error("constant-rate link: the rate is 0 bit/s, so nothing would ever be sent; give a positive rate")]
     ZeroRate,
+    /// The queue discipline is unusable.
     #[error(transparent)]
     Queue(#[from] QueueSpecError),
 }
 
 impl LinkService {
+    /// A trace link.
     pub fn trace(trace: Arc<Trace>, mode: TraceMode) -> Self {
         LinkService::Trace { trace, mode }
     }
@@ -56,6 +69,7 @@ impl LinkService {
         }
     }
 
+    /// Check the service can send: a constant rate must be above 0 bit/s.
     pub fn validate(&self) -> Result<(), LinkConfigError> {
         match self {
             LinkService::Trace { .. } => Ok(()),

@@ -64,6 +64,8 @@ pub struct TddConfig {
 }
 
 impl TddConfig {
+    /// Check that both times are positive and that `dl_ms < period_ms` leaves uplink time;
+    /// the error names the field.
     pub fn validate(&self) -> Result<(), ParamError> {
         self.pattern().map(|_| ())
     }

@@ -101,8 +101,11 @@ pub enum Rat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// Moving away from the site: s(t) = start_distance_m + v·t.
     Away,
+    /// Moving towards the site, never reaching it: s(t) = start_distance_m − v·t ≥ 0.
     Towards,
+    /// Driving past the site and away again: s(t) = start_distance_m − v·t, through 0.
     Pass,
 }
 
@@ -567,7 +570,9 @@ pub struct ChannelRun {
     pub tti: Dur,
     /// Scheduled PRBs.
     pub prbs: u32,
+    /// Effective SINR per TTI after MRC, dB.
     pub sinr_db: Vec<f64>,
+    /// Reported CQI per TTI, 0..=15 (0: below the CQI 1 threshold).
     pub cqi: Vec<u8>,
     /// Transport block bits per TTI, before the scheduler share.
     pub tb_bits: Vec<u64>,

@@ -68,8 +68,12 @@ const MICROBITS_PER_OPPORTUNITY: u64 = OPPORTUNITY_BYTES as u64 * 8 * 1_000_000;
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum SynthConfig {
+    /// A UE moving past a cell site: SINR from path loss, shadowing and fading, mapped to
+    /// transport blocks per TTI (`model = "mobility"`).
     Mobility(MobilityConfig),
+    /// ccBench-style step changes of the rate (`model = "steps"`).
     Steps(StepsConfig),
+    /// One constant rate (`model = "constant"`).
     Constant(ConstantConfig),
 }
 
@@ -99,6 +103,7 @@ impl SynthConfig {
 pub struct SynthError {
     /// The configuration key at fault, e.g. `speed_kmh`.
     pub field: &'static str,
+    /// What is wrong with the value and what would be accepted.
     pub message: String,
 }
 
