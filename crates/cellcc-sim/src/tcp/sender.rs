@@ -424,6 +424,7 @@ impl TcpSender {
         self.cc.as_ref()
     }
 
+    /// Counters since the sender was built.
     pub fn stats(&self) -> &SenderStats {
         &self.stats
     }
