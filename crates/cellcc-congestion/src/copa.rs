@@ -166,7 +166,7 @@ impl CopaConfig {
     }
 }
 
-/// Copa's phase; every change goes through [`Copa::transition`].
+/// Copa's phase; every change goes through `Copa::transition`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// cwnd += 1 per packet acked until λ > λ_t.

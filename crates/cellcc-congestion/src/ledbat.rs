@@ -10,7 +10,7 @@
 //! modified slow start, periodic slowdowns). Reference code for RFC 6817 is libutp, a
 //! user-space UDP transport; LEDBAT++ ships in the Windows TCP stack (closed). The
 //! draft's constants are from our reading of the draft (algorithm notes §5.4 tag them
-//! **[recall]**).
+//! **\[recall\]**).
 //!
 //! # Model
 //!
@@ -193,7 +193,7 @@ impl LedbatConfig {
     }
 }
 
-/// LEDBAT's phase; every change goes through [`Ledbat::transition`].
+/// LEDBAT's phase; every change goes through `Ledbat::transition`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Phase {
     /// LEDBAT++: W += F per packet until q > 3/4·TARGET, or, after a slowdown, until W

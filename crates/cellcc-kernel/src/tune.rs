@@ -2,10 +2,10 @@
 //! for every live `cellcc_c2tcp` connection.
 //!
 //! Every period it reads each flow's cumulative RTT sum and sample count from
-//! `c2tcp_stats`, feeds the period's mean RTT to the simulator's sans-I/O
-//! [`Tuner`](cellcc_congestion::c2tcp::tuner::Tuner) (one per flow, so the α update is the
-//! same code the simulator runs), and writes the α it returns into the flow's
-//! `c2tcp_params` override. The BPF side deletes the override when the connection ends.
+//! `c2tcp_stats`, feeds the period's mean RTT to the simulator's sans-I/O [`Tuner`] (one
+//! per flow, so the α update is the same code the simulator runs), and writes the α it
+//! returns into the flow's `c2tcp_params` override. The BPF side deletes the override
+//! when the connection ends.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
