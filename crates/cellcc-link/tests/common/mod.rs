@@ -8,20 +8,32 @@ use cellcc_link::{Link, LinkService, QueueSpec, Trace, TraceMode};
 use cellcc_units::Time;
 
 /// Directory of the shared Mahimahi traces, relative to this crate.
-pub(crate) const TRACE_DIR: &str = concat!(
+const TRACE_DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/traces/mahimahi"
 );
 
-/// Path of a shared trace, or `None` (with a note) when it is not available.
+/// Set to `1` (CI does, in `.ci/run`) to make an absent shared trace a test failure
+/// instead of a skip.
+const REQUIRE_TRACES_ENV: &str = "CELLCC_REQUIRE_TRACES";
+
+/// Path of a shared trace, or `None` (with a note) when it is not available. Every test
+/// that needs the shared traces finds them here. Under `CELLCC_REQUIRE_TRACES=1` a
+/// missing trace panics instead, naming the path and the variable.
 pub(crate) fn shared_trace(name: &str) -> Option<PathBuf> {
     let path = PathBuf::from(TRACE_DIR).join(name);
     if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("note: skipping, shared trace {name} not found under {TRACE_DIR}");
-        None
+        return Some(path);
     }
+    if std::env::var_os(REQUIRE_TRACES_ENV).is_some_and(|v| v == "1") {
+        panic!(
+            "shared trace {} not found, and {REQUIRE_TRACES_ENV}=1 requires the shared \
+             traces (unset it to skip the tests that need them)",
+            path.display()
+        );
+    }
+    eprintln!("note: skipping, shared trace {name} not found under {TRACE_DIR}");
+    None
 }
 
 pub(crate) fn trace_link(timestamps_ms: &[u32], mode: TraceMode, queue: QueueSpec) -> Link<u32> {

@@ -41,18 +41,48 @@ pub(crate) fn write_plot(name: &str, out: &SimOutput) {
     }
 }
 
-/// The shared Mahimahi traces, or `None` (with a note) when they are absent.
+/// Where the shared Mahimahi traces are expected: `shared/traces/mahimahi` beside the
+/// checkout.
+const TRACES_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/traces/mahimahi"
+);
+
+/// Set to `1` (CI does, in `.ci/run`) to make absent shared traces a test failure
+/// instead of a skip.
+const REQUIRE_TRACES_ENV: &str = "CELLCC_REQUIRE_TRACES";
+
+/// The shared Mahimahi trace directory, or `None` (with a note) when it is absent; see
+/// [`shared_traces_path`].
 pub(crate) fn traces_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/traces/mahimahi"
-    ));
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not found", p.display());
-        None
+    shared_traces_path("")
+}
+
+/// The shared trace `name` (e.g. `TMobile-LTE-short.down`), or `None` (with a note) when
+/// it is absent; see [`shared_traces_path`].
+pub(crate) fn shared_trace(name: &str) -> Option<PathBuf> {
+    shared_traces_path(name)
+}
+
+/// `rel` inside the shared Mahimahi traces (`""`: the directory itself), if it exists.
+/// Every test that needs the traces finds them through here. When it is absent the test
+/// skips (`None`, with a note), except under `CELLCC_REQUIRE_TRACES=1`, where this
+/// panics naming the path and the variable.
+fn shared_traces_path(rel: &str) -> Option<PathBuf> {
+    let dir = PathBuf::from(TRACES_DIR);
+    let path = if rel.is_empty() { dir } else { dir.join(rel) };
+    if path.exists() {
+        return Some(path);
     }
+    if std::env::var_os(REQUIRE_TRACES_ENV).is_some_and(|v| v == "1") {
+        panic!(
+            "shared trace path {} not found, and {REQUIRE_TRACES_ENV}=1 requires the shared \
+             traces (unset it to skip the tests that need them)",
+            path.display()
+        );
+    }
+    eprintln!("skipping: {} not found", path.display());
+    None
 }
 
 /// The `.down` traces of the shared Mahimahi set, sorted, or `None` (with a note) when
