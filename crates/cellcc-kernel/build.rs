@@ -179,11 +179,12 @@ fn target_arch_define() -> String {
     format!("-D__TARGET_ARCH_{arch}")
 }
 
-/// Writes `objects.rs`: `OBJECTS` (file stem, bytes) and `MISSING` (why none were built).
+/// Writes `objects.rs`: `OBJECTS` (file stem, bytes) and `MISSING` (why none were built),
+/// visible to the `objects` module that includes them (`pub(super)`).
 fn write_manifest(out: &Path, objects: &Result<Vec<(String, PathBuf)>, String>) {
     let mut code = String::new();
     code.push_str("/// Embedded BPF objects: (source file stem, ELF bytes).\n");
-    code.push_str("pub const OBJECTS: &[(&str, &[u8])] = &[\n");
+    code.push_str("pub(super) const OBJECTS: &[(&str, &[u8])] = &[\n");
     if let Ok(objects) = objects {
         for (algo, path) in objects {
             writeln!(
@@ -197,10 +198,12 @@ fn write_manifest(out: &Path, objects: &Result<Vec<(String, PathBuf)>, String>) 
     code.push_str("];\n");
     code.push_str("/// Why no object was embedded, if none was.\n");
     match objects {
-        Ok(_) => code.push_str("pub const MISSING: Option<&str> = None;\n"),
-        Err(reason) => {
-            writeln!(code, "pub const MISSING: Option<&str> = Some({reason:?});").unwrap()
-        }
+        Ok(_) => code.push_str("pub(super) const MISSING: Option<&str> = None;\n"),
+        Err(reason) => writeln!(
+            code,
+            "pub(super) const MISSING: Option<&str> = Some({reason:?});"
+        )
+        .unwrap(),
     }
     fs::write(out.join("objects.rs"), code).expect("OUT_DIR is writable");
 }

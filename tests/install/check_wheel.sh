@@ -8,7 +8,8 @@
 #
 # TRACES_DIR holds the mahimahi/ trace set (`cellcc traces download`); default: $CELLCC_TRACES,
 # else shared/traces beside the checkout. Without it the reproduce step is skipped and
-# says so (the traces are GPL data and are not shipped in the wheel).
+# says so (the traces are GPL data and are not shipped in the wheel), or fails under
+# CELLCC_REQUIRE_TRACES=1 (as in CI).
 set -euo pipefail
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: $0 VENV [TRACES_DIR]" >&2
@@ -48,6 +49,8 @@ if [ -d "$traces/mahimahi" ]; then
     [ -s "$file" ] || fail "cellcc reproduce wrote no $file"
   done
   echo "check_wheel: cellcc reproduce c2tcp-ifip-table1 --quick: $(tail -n 1 reproduce.log)"
+elif [ "${CELLCC_REQUIRE_TRACES:-}" = 1 ]; then
+  fail "no traces at $traces/mahimahi, and CELLCC_REQUIRE_TRACES=1 requires them"
 else
   echo "check_wheel: SKIPPED reproduce: no traces at $traces/mahimahi (cellcc traces download)"
 fi

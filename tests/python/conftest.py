@@ -6,7 +6,9 @@
   built, except under ``CELLCC_REQUIRE_NATIVE=1`` (set by ``make test`` and so in CI),
   where a missing core is a failure.
 * ``shared_traces`` is the directory of the real (GPL) traces kept beside the checkout,
-  also set as ``$CELLCC_TRACES``; tests using it skip when it is absent.
+  also set as ``$CELLCC_TRACES``; tests using it skip when it is absent, except under
+  ``CELLCC_REQUIRE_TRACES=1`` (set by ``.ci/run``), where an absent set is a failure.
+  Every test that needs the shared traces gets them through this fixture.
 """
 
 from __future__ import annotations
@@ -39,8 +41,14 @@ def native() -> None:
 
 @pytest.fixture
 def shared_traces(monkeypatch: pytest.MonkeyPatch) -> Path:
-    if not (SHARED_TRACES / "mahimahi").is_dir():
-        pytest.skip(f"shared traces not found beside the checkout ({SHARED_TRACES.name}/)")
+    mahimahi = SHARED_TRACES / "mahimahi"
+    if not mahimahi.is_dir():
+        if os.environ.get("CELLCC_REQUIRE_TRACES") == "1":
+            pytest.fail(
+                f"shared traces not found at {mahimahi}, and CELLCC_REQUIRE_TRACES=1 "
+                "requires them (unset it to skip the tests that need them)"
+            )
+        pytest.skip(f"shared traces not found beside the checkout ({mahimahi})")
     # The catalogue's relative traces_dir only reaches them from a checkout; an installed
     # wheel's copy of the catalogue is found through $CELLCC_TRACES, as a user's would be.
     monkeypatch.setenv("CELLCC_TRACES", str(SHARED_TRACES))

@@ -166,7 +166,7 @@ impl CopaConfig {
     }
 }
 
-/// Copa's phase; every change goes through [`Copa::transition`].
+/// Copa's phase; every change goes through `Copa::transition`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// cwnd += 1 per packet acked until λ > λ_t.
@@ -178,6 +178,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Label used in time series and by [`CongestionControl::phase`].
     pub fn name(self) -> &'static str {
         match self {
             Mode::SlowStart => "slow_start",
@@ -190,7 +191,9 @@ impl Mode {
 /// Direction cwnd moved in over the last round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
+    /// cwnd moved up (λ ≤ λ_t) for at least 2/3 of the round's packets.
     Up,
+    /// cwnd moved down (λ > λ_t) for at least 2/3 of the round's packets.
     Down,
 }
 
@@ -266,6 +269,7 @@ fn dur_us32(d: Dur) -> u32 {
 }
 
 impl Copa {
+    /// A controller with these parameters, in slow start unless `config.slow_start` is off.
     pub fn new(config: CopaConfig) -> Self {
         Copa {
             mode: if config.slow_start {
@@ -292,15 +296,19 @@ impl Copa {
         }
     }
 
+    /// The current mode.
     pub fn mode(&self) -> Mode {
         self.mode
     }
+    /// δ in use: `config.delta` except in competitive mode, where 1/δ follows AIMD.
     pub fn delta(&self) -> f64 {
         self.delta
     }
+    /// Congestion window, packets (fractional).
     pub fn cwnd(&self) -> f64 {
         self.cwnd
     }
+    /// Velocity v, a power of two (1 after a change of direction).
     pub fn velocity(&self) -> f64 {
         self.velocity
     }

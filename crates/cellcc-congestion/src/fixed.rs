@@ -22,6 +22,7 @@ pub struct FixedConfig {
 }
 
 impl FixedConfig {
+    /// Check every value: cwnd ≥ 1 packet, a pacing rate finite and positive.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.cwnd == 0 {
             return Err(ConfigError {
@@ -50,6 +51,7 @@ pub struct Fixed {
 }
 
 impl Fixed {
+    /// A controller that holds `cfg.cwnd` (and pacing rate) from `init` on.
     pub fn new(cfg: FixedConfig) -> Self {
         Fixed { cfg }
     }

@@ -10,7 +10,7 @@
 //! modified slow start, periodic slowdowns). Reference code for RFC 6817 is libutp, a
 //! user-space UDP transport; LEDBAT++ ships in the Windows TCP stack (closed). The
 //! draft's constants are from our reading of the draft (algorithm notes §5.4 tag them
-//! **[recall]**).
+//! **\[recall\]**).
 //!
 //! # Model
 //!
@@ -193,23 +193,31 @@ impl LedbatConfig {
     }
 }
 
-/// LEDBAT's phase; every change goes through [`Ledbat::transition`].
+/// LEDBAT's phase; every change goes through `Ledbat::transition`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Phase {
-    /// LEDBAT++: W += F per packet until q > 3/4·TARGET, or, after a slowdown that
-    /// started at `.1`, until W reaches the saved window `.0`.
-    SlowStart { resume: Option<(f64, Time)> },
+    /// LEDBAT++: W += F per packet until q > 3/4·TARGET, or, after a slowdown, until W
+    /// reaches the saved window.
+    SlowStart {
+        /// After a slowdown: (the window saved when it started, packets; when it started).
+        /// `None` for the initial slow start.
+        resume: Option<(f64, Time)>,
+    },
     /// The delay-based controller.
     CongAvoid,
     /// LEDBAT++: W = 2 until `until`, then slow start back to `saved`.
     Slowdown {
+        /// When the slowdown started (the next interval is 9× its length, §3.6).
         start: Time,
+        /// When the freeze at 2 packets ends (2 RTTs after `start`).
         until: Time,
+        /// The window before the slowdown, packets: slow start's target afterwards.
         saved: f64,
     },
 }
 
 impl Phase {
+    /// Label used in time series and by [`CongestionControl::phase`].
     pub fn name(self) -> &'static str {
         match self {
             Phase::SlowStart { .. } => "slow_start",
@@ -285,6 +293,8 @@ impl Default for Ledbat {
 }
 
 impl Ledbat {
+    /// A controller with these parameters: RFC 6817 starts in congestion avoidance,
+    /// LEDBAT++ in slow start.
     pub fn new(config: LedbatConfig) -> Self {
         let phase = match config.variant {
             Variant::Rfc6817 => Phase::CongAvoid,
@@ -304,15 +314,19 @@ impl Ledbat {
         }
     }
 
+    /// The current phase.
     pub fn phase_state(&self) -> Phase {
         self.phase
     }
+    /// Congestion window, packets (fractional).
     pub fn cwnd(&self) -> f64 {
         self.cwnd
     }
+    /// The last queueing delay computed (current delay − base delay).
     pub fn queuing_delay(&self) -> Dur {
         self.queuing_delay
     }
+    /// Slowdowns (LEDBAT++ §3.6) entered since `init`.
     pub fn slowdowns(&self) -> u64 {
         self.slowdowns
     }

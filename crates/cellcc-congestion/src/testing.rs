@@ -33,7 +33,9 @@ pub const MSS: u32 = 1448;
 /// any socket field, and call the controller's own methods.
 #[derive(Debug)]
 pub struct Driver<C> {
+    /// The controller under test.
     pub cc: C,
+    /// The socket the hooks read and write; `sock.now` is the driver's clock.
     pub sock: Sock,
     /// Refill the window after every ACK and recovery (a bulk sender that always has
     /// data). Off: packets go out only when the story calls [`Driver::send`].
@@ -46,6 +48,7 @@ pub struct Driver<C> {
 /// A controller the driver can run: any [`CongestionControl`], or a boxed one as the
 /// scheme registry builds it.
 pub trait Controller {
+    /// The controller's hooks.
     fn hooks(&mut self) -> &mut dyn CongestionControl;
 }
 

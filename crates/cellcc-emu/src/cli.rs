@@ -22,6 +22,7 @@ pub const EXIT_USAGE: i32 = 2;
 /// Longest one-way delay accepted: an hour, far beyond any experiment.
 const MAX_DELAY_MS: f64 = 3_600_000.0;
 
+/// The command line of `cellcc-emu`.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "cellcc-emu",
@@ -106,21 +107,39 @@ pub struct EmuArgs {
     pub command: Vec<OsString>,
 }
 
-/// Mahimahi's queue names.
+/// Mahimahi's queue names (`--uplink-queue`, `--downlink-queue`; see [`QueueSpec`] for
+/// what each does).
+// The variants carry plain comments, not doc comments: clap turns a doc comment on a
+// `ValueEnum` variant into help text for that value, which changes `--help` (the
+// possible values become a described list and every option switches to the long
+// layout).
+#[allow(missing_docs)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum QueueKind {
+    // No limit.
     Infinite,
+    // Reject arrivals beyond the limits.
     Droptail,
+    // Drop from the head to stay within the limits.
     Drophead,
+    // CoDel active queue management.
     Codel,
+    // PIE active queue management.
     Pie,
 }
 
 /// A bad argument or input file.
 #[derive(Debug, thiserror::Error)]
 pub enum UsageError {
+    /// An option's value is unusable.
     #[error("{option}: {message}")]
-    Argument { option: String, message: String },
+    Argument {
+        /// The option, as spelled on the command line (`--uplink-queue-args`).
+        option: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A trace file could not be read or parsed.
     #[error("{0}")]
     Trace(#[from] TraceError),
 }
@@ -261,8 +280,11 @@ pub fn parse_queue(kind: QueueKind, args: &str, option: &str) -> Result<QueueSpe
 /// The validated configuration of one direction.
 #[derive(Debug, Clone)]
 pub struct DirectionConfig {
+    /// The direction's trace of delivery opportunities.
     pub trace: Arc<Trace>,
+    /// The direction's queue discipline, validated.
     pub queue: QueueSpec,
+    /// Loss on entry to the direction (mm-loss).
     pub loss: BernoulliLoss,
     /// Cellular scheduling preset of this direction's gate, if any.
     pub sched: Option<ResolvedScheduling>,
@@ -285,9 +307,13 @@ fn parse_sched(name: Option<&str>, option: &str) -> Result<Option<ResolvedSchedu
 /// The validated configuration of a run.
 #[derive(Debug, Clone)]
 pub struct EmuConfig {
+    /// The command line as given.
     pub args: EmuArgs,
+    /// Loop the traces, or play them once (`--once`).
     pub mode: TraceMode,
+    /// The uplink (client → server).
     pub uplink: DirectionConfig,
+    /// The downlink (server → client).
     pub downlink: DirectionConfig,
 }
 

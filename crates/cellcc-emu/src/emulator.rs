@@ -57,13 +57,19 @@ pub enum EmuError {
     Usage(#[from] UsageError),
     /// An output file cannot be created: exit status 2.
     #[error("{path}: cannot create: {source}")]
-    Output { path: String, source: io::Error },
+    Output {
+        /// The file as given.
+        path: String,
+        /// Why it could not be created.
+        source: io::Error,
+    },
     /// Setting up or running failed (no permission, no TUN, ...): exit status 1.
     #[error("{0}")]
     System(#[from] io::Error),
 }
 
 impl EmuError {
+    /// The process exit status for this error: 2 for bad input, 1 for a system failure.
     pub fn exit_code(&self) -> i32 {
         match self {
             EmuError::Usage(_) | EmuError::Output { .. } => EXIT_USAGE,

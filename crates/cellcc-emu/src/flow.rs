@@ -44,13 +44,16 @@ pub enum FlowError {
     /// Anything else (exit 1).
     #[error("{context}: {source}")]
     Io {
+        /// What was being done (`connecting to 10.64.0.1:5000`).
         context: String,
+        /// The system error.
         #[source]
         source: io::Error,
     },
 }
 
 impl FlowError {
+    /// The process exit status for this error: 2 for bad input, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
             FlowError::Usage(_) => crate::cli::EXIT_USAGE,
@@ -94,9 +97,13 @@ fn since(start: u64) -> u64 {
 /// Options of `cellcc-flow recv`.
 #[derive(Debug, Clone)]
 pub struct RecvOptions {
+    /// TCP port to listen on.
     pub port: u16,
+    /// Local address to listen on (all addresses by default).
     pub bind: IpAddr,
+    /// Write the CSV read log (`t_ns,bytes`) here.
     pub log: Option<PathBuf>,
+    /// Write the JSON summary here; stdout if `None`.
     pub summary: Option<PathBuf>,
 }
 
@@ -105,11 +112,17 @@ pub struct RecvOptions {
 pub struct RecvSummary {
     /// CLOCK_MONOTONIC ns at the tool's start; every other time is relative to it.
     pub start_monotonic_ns: u64,
+    /// The sender's address and port.
     pub peer: String,
+    /// When the connection was accepted, ns since the start.
     pub accepted_ns: u64,
+    /// When the first read returned data, ns since the start.
     pub first_byte_ns: Option<u64>,
+    /// When the last read returned data, ns since the start.
     pub last_byte_ns: Option<u64>,
+    /// Payload bytes received.
     pub bytes: u64,
+    /// `read` calls that returned data.
     pub reads: u64,
     /// From the first to the last byte, s.
     pub duration_s: f64,
@@ -177,26 +190,40 @@ pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
 /// Options of `cellcc-flow send`.
 #[derive(Debug, Clone)]
 pub struct SendOptions {
+    /// The receiver's address and port.
     pub to: SocketAddr,
+    /// Congestion control to select (`TCP_CONGESTION`), e.g. `cubic`, `bbr`.
     pub cc: String,
+    /// How long to write after connecting.
     pub duration: Duration,
+    /// Write the CSV `TCP_INFO` log here.
     pub info_log: Option<PathBuf>,
+    /// Time between `TCP_INFO` samples (> 0).
     pub info_interval: Duration,
+    /// How long to keep retrying while the receiver is not listening.
     pub connect_timeout: Duration,
+    /// Write the JSON summary here; stdout if `None`.
     pub summary: Option<PathBuf>,
 }
 
 /// What the sender reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct SendSummary {
+    /// CLOCK_MONOTONIC ns at the tool's start; every other time is relative to it.
     pub start_monotonic_ns: u64,
+    /// The receiver's address and port.
     pub to: String,
+    /// The congestion control selected.
     pub cc: String,
+    /// `connect` calls made, the successful one included.
     pub connect_attempts: u32,
+    /// When the connection was established, ns since the start.
     pub connected_ns: u64,
     /// When the sender stopped writing.
     pub stopped_ns: u64,
+    /// Bytes handed to the kernel.
     pub bytes_written: u64,
+    /// `TCP_INFO` samples taken.
     pub samples: u64,
     /// Last `TCP_INFO` sample, taken when writing stopped.
     pub last: InfoSample,
@@ -255,15 +282,25 @@ struct TcpInfo {
 /// One `TCP_INFO` sample, as logged.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
 pub struct InfoSample {
+    /// When the sample was taken, ns since the start.
     pub t_ns: u64,
+    /// `tcpi_snd_cwnd`, packets.
     pub cwnd: u32,
+    /// `tcpi_rtt`: smoothed RTT, µs.
     pub srtt_us: u32,
+    /// `tcpi_rttvar`: RTT variation, µs.
     pub rttvar_us: u32,
+    /// `tcpi_min_rtt`: windowed minimum RTT, µs.
     pub min_rtt_us: u32,
+    /// `tcpi_pacing_rate`, bit/s (the kernel reports bytes/s).
     pub pacing_rate_bps: u64,
+    /// `tcpi_delivery_rate`, bit/s (the kernel reports bytes/s).
     pub delivery_rate_bps: u64,
+    /// `tcpi_bytes_acked`: bytes cumulatively acknowledged.
     pub bytes_acked: u64,
+    /// `tcpi_total_retrans`: segments retransmitted over the connection.
     pub retrans: u32,
+    /// `tcpi_lost`: segments currently marked lost.
     pub lost: u32,
     /// `tcpi_snd_ssthresh` (0x7fffffff before the first reduction).
     pub ssthresh: u32,
@@ -273,16 +310,19 @@ pub struct InfoSample {
     pub rto_us: u32,
     /// `tcpi_backoff`: RTO back-offs since the last ACK that advanced.
     pub backoff: u8,
-    /// `tcpi_unacked`, `tcpi_sacked`, `tcpi_retrans`: segments outstanding, SACKed, and
-    /// retransmitted and still outstanding.
+    /// `tcpi_unacked`: segments outstanding.
     pub unacked: u32,
+    /// `tcpi_sacked`: segments SACKed.
     pub sacked: u32,
+    /// `tcpi_retrans`: segments retransmitted and still outstanding.
     pub retrans_out: u32,
 }
 
 impl InfoSample {
+    /// The `--info-log` header line, in field order.
     pub const CSV_HEADER: &'static str = "t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,delivery_rate_bps,bytes_acked,retrans,lost,ssthresh,ca_state,rto_us,backoff,unacked,sacked,retrans_out";
 
+    /// The sample as one `--info-log` line (no newline), in [`InfoSample::CSV_HEADER`] order.
     pub fn csv_row(&self) -> String {
         format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",

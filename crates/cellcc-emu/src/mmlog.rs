@@ -41,6 +41,7 @@ pub struct OpportunityCursor {
 }
 
 impl OpportunityCursor {
+    /// A cursor at the first opportunity of `trace`.
     pub fn new(trace: Arc<Trace>, mode: TraceMode) -> Self {
         OpportunityCursor {
             trace,

@@ -120,8 +120,11 @@ pub struct Endpoint {
     /// The TUN device (non-blocking): reading gives the packets the namespace sends to
     /// its peer, writing injects packets into the namespace.
     pub tun: OwnedFd,
+    /// Name of the TUN device inside the namespace.
     pub tun_name: &'static str,
+    /// This end's address.
     pub addr: Ipv4Addr,
+    /// The other end's address (the TUN device's point-to-point peer).
     pub peer: Ipv4Addr,
     /// The namespace's inode (`net:[INODE]`), for diagnostics and leak checks.
     pub ns_inode: u64,

@@ -42,6 +42,7 @@ pub enum Way {
 }
 
 impl Way {
+    /// `downlink` or `uplink`, for thread names and messages.
     pub fn name(self) -> &'static str {
         match self {
             Way::Downlink => "downlink",
@@ -53,7 +54,9 @@ impl Way {
 /// A packet due to leave the emulator.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Ready<T> {
+    /// The caller's payload, as it entered.
     pub item: T,
+    /// IP length of the packet.
     pub ip_len: u32,
     /// When it was due to be written.
     pub due: Time,
@@ -62,13 +65,15 @@ pub struct Ready<T> {
 /// Packet counters of one direction (the link's own counters are in [`Link::stats`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DirectionCounters {
-    /// Packets and IP bytes that entered the direction.
+    /// Packets that entered the direction.
     pub packets_in: u64,
+    /// IP bytes that entered the direction.
     pub bytes_in: u64,
     /// Packets lost to the Bernoulli loss.
     pub lost: u64,
     /// Packets that left the direction (handed to [`Direction::pop_ready`]).
     pub packets_out: u64,
+    /// IP bytes that left the direction.
     pub bytes_out: u64,
 }
 
@@ -90,6 +95,8 @@ pub struct Direction<T> {
 }
 
 impl<T> Direction<T> {
+    /// A direction `way` whose packets cross `link`, a delay line of `delay` and Bernoulli
+    /// `loss` drawn from `rng`, logging the link to `log` if given.
     pub fn new(
         way: Way,
         link: Link<T>,
@@ -118,6 +125,7 @@ impl<T> Direction<T> {
         self
     }
 
+    /// Which way this direction carries packets.
     pub fn way(&self) -> Way {
         self.way
     }
@@ -173,10 +181,12 @@ impl<T> Direction<T> {
         self.ready.pop_front()
     }
 
+    /// Packet counters so far.
     pub fn counters(&self) -> &DirectionCounters {
         &self.counters
     }
 
+    /// The trace link.
     pub fn link(&self) -> &Link<T> {
         &self.link
     }

@@ -33,6 +33,7 @@ pub const ENV_CLIENT_ADDR: &str = "CELLCC_EMU_CLIENT_ADDR";
 /// A running command.
 #[derive(Debug)]
 pub struct Job {
+    /// `server` or `client`, for messages.
     pub name: &'static str,
     child: Option<Child>,
     pidfd: OwnedFd,
@@ -124,6 +125,7 @@ fn set_foreground(pgid: libc::pid_t) -> bool {
 }
 
 impl Job {
+    /// The command's process ID (0 once [`Job::stop`] has reaped it).
     pub fn pid(&self) -> libc::pid_t {
         self.child.as_ref().map_or(0, |c| c.id() as libc::pid_t)
     }
@@ -133,6 +135,7 @@ impl Job {
         self.pidfd.as_fd()
     }
 
+    /// Whether the command's leader has exited (reaped or not).
     pub fn has_exited(&self) -> bool {
         self.status.is_some() || sys::is_readable(self.pidfd.as_fd())
     }

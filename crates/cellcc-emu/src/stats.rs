@@ -43,6 +43,7 @@ impl Default for Lateness {
 }
 
 impl Lateness {
+    /// Adds one packet (or wake-up) that was `lateness_ns` late.
     #[inline]
     pub fn record(&mut self, lateness_ns: u64) {
         self.count += 1;
@@ -57,6 +58,7 @@ impl Lateness {
             .saturating_record(lateness_ns.clamp(1, MAX_LATENESS_NS));
     }
 
+    /// Adds `other`'s samples, as if each had been recorded here too.
     pub fn merge(&mut self, other: &Lateness) {
         self.count += other.count;
         self.sum_ns += other.sum_ns;
@@ -67,6 +69,7 @@ impl Lateness {
         let _ = self.hist.add(&other.hist);
     }
 
+    /// The figures so far (zeros, and a fraction of 1, without samples).
     pub fn summary(&self) -> LatenessSummary {
         let us = |ns: u64| ns as f64 / 1e3;
         let q = |quantile: f64| {
@@ -102,10 +105,15 @@ impl Lateness {
 pub struct LatenessSummary {
     /// Packets written (or, for wake-ups, timed sleeps measured).
     pub count: u64,
+    /// Mean lateness.
     pub mean_us: f64,
+    /// Median lateness (histogram, 3 significant digits).
     pub p50_us: f64,
+    /// 99th percentile of the lateness.
     pub p99_us: f64,
+    /// 99.9th percentile of the lateness.
     pub p999_us: f64,
+    /// Largest lateness (exact).
     pub max_us: f64,
     /// Fraction written (or woken) within 1 ms of the scheduled time.
     pub fraction_within_1ms: f64,
@@ -117,31 +125,41 @@ pub struct LatenessSummary {
 /// One direction in the summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct DirectionSummary {
+    /// The trace's file name.
     pub trace: String,
+    /// The queue in Mahimahi's spelling (`droptail [packets=400]`).
     pub queue: String,
+    /// Bernoulli loss probability on entry.
     pub loss: f64,
     /// Cellular scheduling preset of the gate after the link, if any.
     pub sched: Option<String>,
+    /// Packets and IP bytes in, lost and out (flattened into this object).
     #[serde(flatten)]
     pub counters: DirectionCounters,
     /// Packets that could not be written to the TUN device.
     pub write_errors: u64,
     /// Packets still in the delay line or the link when the emulator stopped.
     pub held_at_exit: u64,
+    /// The link's own counters (queue drops, opportunities).
     pub link: LinkStats,
+    /// Lateness of the packets written in this direction.
     pub lateness: LatenessSummary,
 }
 
 /// The whole `--stats` file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// The emulator's version.
     pub version: &'static str,
+    /// The command line as run.
     pub command_line: String,
     /// Emulated one-way delay, ms.
     pub delay_ms: f64,
     /// Wall time from emulator time 0 to the end of the event loop, s.
     pub duration_s: f64,
+    /// User CPU time of the emulator process, s.
     pub cpu_user_s: f64,
+    /// System CPU time of the emulator process, s.
     pub cpu_system_s: f64,
     /// (user + system) / duration.
     pub cpu_fraction: f64,
@@ -149,8 +167,11 @@ pub struct Summary {
     pub wakeups: u64,
     /// Why the emulator stopped: `client exited`, `SIGINT`, `SIGTERM`, ...
     pub stop_reason: String,
+    /// Exit status of the client command, if there was one and it exited.
     pub client_exit_code: Option<i32>,
+    /// The uplink (client → server).
     pub uplink: DirectionSummary,
+    /// The downlink (server → client).
     pub downlink: DirectionSummary,
     /// Both directions together.
     pub lateness: LatenessSummary,

@@ -15,11 +15,11 @@ use crate::objects;
 
 /// First kernel with the `cong_control(sk, ack, flag, rs)` signature the algorithms are
 /// written for.
-pub const MIN_KERNEL: (u32, u32) = (6, 10);
+pub(crate) const MIN_KERNEL: (u32, u32) = (6, 10);
 /// The kernel's BTF, needed to load struct_ops programs.
-pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub(crate) const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Where bpffs is expected (and where `load` mounts one if it is absent).
-pub const BPFFS: &str = "/sys/fs/bpf";
+pub(crate) const BPFFS: &str = "/sys/fs/bpf";
 /// `BPF_FS_MAGIC` from linux/magic.h.
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
 /// Capability numbers (linux/capability.h).
@@ -29,7 +29,7 @@ const CAP_BPF: u32 = 39;
 
 /// One requirement and whether it holds.
 #[derive(Debug)]
-pub struct Check {
+pub(crate) struct Check {
     /// What is checked (`kernel >= 6.10`).
     pub what: &'static str,
     /// Ok(detail) or Err(reason and fix).
@@ -38,7 +38,7 @@ pub struct Check {
 
 /// What a command does with the real path, which decides what a missing bpffs means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// `check`: report what holds and how to fix what does not; change nothing.
     Inspect,
     /// `load`: pins its maps under bpffs, so a missing one is mounted (CAP_SYS_ADMIN).
@@ -50,7 +50,7 @@ pub enum Purpose {
 
 /// What to do about bpffs, decided by [`plan_bpffs`].
 #[derive(Debug, PartialEq, Eq)]
-pub enum BpffsPlan {
+pub(crate) enum BpffsPlan {
     /// Nothing to do; the detail to report.
     Ready(String),
     /// Mount a bpffs at [`BPFFS`] (only ever for [`Purpose::Load`]).
@@ -66,7 +66,7 @@ fn mount_command() -> String {
 
 /// Decides what a missing or present bpffs means for `purpose`. Pure, so the rule
 /// "a check never mounts" is tested without root.
-pub fn plan_bpffs(mounted: bool, can_mount: bool, purpose: Purpose) -> BpffsPlan {
+pub(crate) fn plan_bpffs(mounted: bool, can_mount: bool, purpose: Purpose) -> BpffsPlan {
     if mounted {
         return BpffsPlan::Ready(format!("mounted at {BPFFS}"));
     }
@@ -88,7 +88,7 @@ pub fn plan_bpffs(mounted: bool, can_mount: bool, purpose: Purpose) -> BpffsPlan
 
 /// Runs every check for `purpose`; only observes (a missing bpffs is reported, never
 /// mounted) and never fails itself.
-pub fn run_all(purpose: Purpose) -> Vec<Check> {
+pub(crate) fn run_all(purpose: Purpose) -> Vec<Check> {
     vec![
         Check {
             what: "kernel >= 6.10",
@@ -116,7 +116,7 @@ pub fn run_all(purpose: Purpose) -> Vec<Check> {
 /// Runs every check for `purpose`; the first failure becomes the error. Then, for
 /// [`Purpose::Load`] only, mounts a bpffs if none is present: the one change made, and
 /// only once everything else is known to hold.
-pub fn require(purpose: Purpose) -> Result<()> {
+pub(crate) fn require(purpose: Purpose) -> Result<()> {
     for c in run_all(purpose) {
         if let Err(reason) = c.result {
             bail!("requirement not met ({}): {reason}", c.what);

@@ -15,7 +15,7 @@ use crate::signals;
 use crate::system::{self, LoaderState, ALLOWED, AVAILABLE};
 
 /// One of `algo`'s pinned maps (`defaults`, `params`, `stats`).
-pub fn pinned(algo: &Algo, suffix: &str) -> Result<MapHandle> {
+pub(crate) fn pinned(algo: &Algo, suffix: &str) -> Result<MapHandle> {
     let path = system::pin_path(&algo.algo, &algo.map_name(suffix));
     if !path.exists() {
         bail!(
@@ -29,7 +29,7 @@ pub fn pinned(algo: &Algo, suffix: &str) -> Result<MapHandle> {
 
 /// Where the effective default parameters come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// `ALGO_defaults[0]`, valid.
     DefaultsMap,
     /// `ALGO_builtin_params` (the defaults entry is not valid, or nothing is loaded).
@@ -54,7 +54,7 @@ fn is_valid(params: &Layout, bytes: &[u8]) -> bool {
 
 /// The parameters connections without an override use, from the pinned defaults map if
 /// the algorithm is loaded.
-pub fn effective_defaults(algo: &Algo) -> Result<(Vec<u8>, Source)> {
+pub(crate) fn effective_defaults(algo: &Algo) -> Result<(Vec<u8>, Source)> {
     let path = system::pin_path(&algo.algo, &algo.map_name("defaults"));
     if !path.exists() {
         return Ok((algo.builtin.clone(), Source::Builtin));
@@ -72,7 +72,7 @@ pub fn effective_defaults(algo: &Algo) -> Result<(Vec<u8>, Source)> {
 }
 
 /// The parameters `flow` runs with: its override if valid, else the defaults.
-pub fn flow_params(algo: &Algo, flow: FlowKey) -> Result<Vec<u8>> {
+pub(crate) fn flow_params(algo: &Algo, flow: FlowKey) -> Result<Vec<u8>> {
     let map = pinned(algo, "params")?;
     let v = map
         .lookup(&flow.to_bytes(), MapFlags::ANY)
@@ -85,7 +85,11 @@ pub fn flow_params(algo: &Algo, flow: FlowKey) -> Result<Vec<u8>> {
 
 /// Writes `flow`'s override (or the defaults when `flow` is None) after applying
 /// `settings` (`key=value`) to the parameters in effect; `valid` becomes 1 unless set.
-pub fn write_params(algo: &Algo, flow: Option<FlowKey>, settings: &[String]) -> Result<Vec<u8>> {
+pub(crate) fn write_params(
+    algo: &Algo,
+    flow: Option<FlowKey>,
+    settings: &[String],
+) -> Result<Vec<u8>> {
     let mut bytes = match flow {
         Some(f) => flow_params(algo, f)?,
         None => effective_defaults(algo)?.0,
@@ -113,7 +117,7 @@ pub fn write_params(algo: &Algo, flow: Option<FlowKey>, settings: &[String]) -> 
 }
 
 /// `set ALGO key=value... [--flow F]`.
-pub fn set(algo: &Algo, settings: &[String], flow: Option<FlowKey>) -> Result<()> {
+pub(crate) fn set(algo: &Algo, settings: &[String], flow: Option<FlowKey>) -> Result<()> {
     if settings.is_empty() {
         bail!(
             "nothing to set; keys of {}: {}",
@@ -132,7 +136,7 @@ pub fn set(algo: &Algo, settings: &[String], flow: Option<FlowKey>) -> Result<()
 }
 
 /// `list [--json]`.
-pub fn list(algos: &[Algo], json: bool) -> Result<()> {
+pub(crate) fn list(algos: &[Algo], json: bool) -> Result<()> {
     let loader = LoaderState::read()?.filter(|s| system::loader_alive(s.pid));
     let available = system::read_list(AVAILABLE)?;
     let allowed = system::read_list(ALLOWED)?;
@@ -187,7 +191,7 @@ pub fn list(algos: &[Algo], json: bool) -> Result<()> {
 }
 
 /// Every entry of `algo`'s stats map, ordered by flow.
-pub fn read_stats(algo: &Algo) -> Result<BTreeMap<FlowKey, Vec<u8>>> {
+pub(crate) fn read_stats(algo: &Algo) -> Result<BTreeMap<FlowKey, Vec<u8>>> {
     let map = pinned(algo, "stats")?;
     let mut out = BTreeMap::new();
     for key in map.keys() {
@@ -259,7 +263,7 @@ fn print_stats(algos: &[Algo], json: bool) -> Result<()> {
 }
 
 /// `stats [ALGO] [--json] [--watch MS]`.
-pub fn stats(algos: &[Algo], json: bool, watch: Option<u64>) -> Result<()> {
+pub(crate) fn stats(algos: &[Algo], json: bool, watch: Option<u64>) -> Result<()> {
     let Some(ms) = watch else {
         return print_stats(algos, json);
     };

@@ -6,16 +6,16 @@ use std::fmt;
 
 /// A failure, as the message the user sees.
 #[derive(Debug)]
-pub struct Error(String);
+pub(crate) struct Error(String);
 
 impl Error {
     /// An error with this message.
-    pub fn new(msg: impl Into<String>) -> Self {
+    pub(crate) fn new(msg: impl Into<String>) -> Self {
         Error(msg.into())
     }
 
     /// The message, prefixed with what was being done (`loading c2tcp: ...`).
-    pub fn context(self, what: impl fmt::Display) -> Self {
+    pub(crate) fn context(self, what: impl fmt::Display) -> Self {
         Error(format!("{what}: {}", self.0))
     }
 }
@@ -29,10 +29,10 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Result with [`Error`].
-pub type Result<T> = std::result::Result<T, Error>;
+pub(crate) type Result<T> = std::result::Result<T, Error>;
 
 /// Adds what was being done to any displayable error (libbpf, I/O).
-pub trait Context<T> {
+pub(crate) trait Context<T> {
     /// Maps the error to an [`Error`] that starts with `what`.
     fn context(self, what: impl fmt::Display) -> Result<T>;
 }

@@ -7,12 +7,12 @@ use crate::bail;
 use crate::error::Result;
 
 /// Size of `struct cellcc_flow_key`: two IPv6 addresses, two ports, 4 bytes of padding.
-pub const KEY_SIZE: usize = 40;
+pub(crate) const KEY_SIZE: usize = 40;
 
 /// A connection as its sender sees it. Addresses are kept as the BPF side keeps them:
 /// IPv6, with an IPv4 address IPv4-mapped (`::ffff:a.b.c.d`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FlowKey {
+pub(crate) struct FlowKey {
     /// Local (sender) address.
     pub local_addr: Ipv6Addr,
     /// Remote address.
@@ -41,7 +41,7 @@ fn shown(addr: Ipv6Addr, port: u16) -> SocketAddr {
 
 impl FlowKey {
     /// The key of a connection from `local` to `remote`.
-    pub fn new(local: SocketAddr, remote: SocketAddr) -> Self {
+    pub(crate) fn new(local: SocketAddr, remote: SocketAddr) -> Self {
         FlowKey {
             local_addr: stored(local.ip()),
             remote_addr: stored(remote.ip()),
@@ -51,7 +51,7 @@ impl FlowKey {
     }
 
     /// The map key: addresses in network order, ports in host order, zero padding.
-    pub fn to_bytes(self) -> [u8; KEY_SIZE] {
+    pub(crate) fn to_bytes(self) -> [u8; KEY_SIZE] {
         let mut b = [0u8; KEY_SIZE];
         b[0..16].copy_from_slice(&self.local_addr.octets());
         b[16..32].copy_from_slice(&self.remote_addr.octets());
@@ -61,7 +61,7 @@ impl FlowKey {
     }
 
     /// A key read from a map; `None` if it has the wrong size.
-    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+    pub(crate) fn from_bytes(b: &[u8]) -> Option<Self> {
         if b.len() != KEY_SIZE {
             return None;
         }
@@ -80,7 +80,7 @@ impl FlowKey {
 
     /// Parses `LOCAL-REMOTE`, each `ADDR:PORT` with an IPv4 address or a bracketed IPv6
     /// one: `10.0.0.1:40000-10.0.0.2:5201`, `[fd00::1]:40000-[fd00::2]:5201`.
-    pub fn parse(s: &str) -> Result<Self> {
+    pub(crate) fn parse(s: &str) -> Result<Self> {
         let usage = "expected LOCAL-REMOTE as ADDR:PORT each, e.g. 10.0.0.1:40000-10.0.0.2:5201 or [fd00::1]:40000-[fd00::2]:5201";
         let Some((local, remote)) = s.split_once('-') else {
             bail!("flow {s:?}: {usage}");

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 
 /// One integer member of a struct.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Field {
+pub(crate) struct Field {
     /// Member name, with its unit suffix (`alpha_x100`, `srtt_us`).
     pub name: String,
     /// Byte offset in the struct.
@@ -28,7 +28,7 @@ pub struct Field {
 
 /// A value of a [`Field`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value {
+pub(crate) enum Value {
     /// `__u32` or `__u64`.
     Unsigned(u64),
     /// `__s32` or `__s64`.
@@ -46,7 +46,7 @@ impl std::fmt::Display for Value {
 
 impl Value {
     /// As a JSON number.
-    pub fn to_json(self) -> serde_json::Value {
+    pub(crate) fn to_json(self) -> serde_json::Value {
         match self {
             Value::Unsigned(v) => v.into(),
             Value::Signed(v) => v.into(),
@@ -54,7 +54,7 @@ impl Value {
     }
 
     /// As an unsigned number (negative values clamp to 0).
-    pub fn as_u64(self) -> u64 {
+    pub(crate) fn as_u64(self) -> u64 {
         match self {
             Value::Unsigned(v) => v,
             Value::Signed(v) => u64::try_from(v).unwrap_or(0),
@@ -64,7 +64,7 @@ impl Value {
 
 /// The layout of `struct NAME` in one object.
 #[derive(Clone, Debug)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// `struct` tag, e.g. `c2tcp_params`.
     pub name: String,
     /// `sizeof(struct NAME)`.
@@ -75,7 +75,7 @@ pub struct Layout {
 
 impl Layout {
     /// Reads `struct name` from `btf`.
-    pub fn from_btf(btf: &Btf<'_>, name: &str) -> Result<Self> {
+    pub(crate) fn from_btf(btf: &Btf<'_>, name: &str) -> Result<Self> {
         let Some(st) = btf.type_by_name::<Struct<'_>>(name) else {
             bail!("struct {name} is not in the object's BTF (the convention requires it)");
         };
@@ -119,18 +119,18 @@ impl Layout {
     }
 
     /// The field called `name`.
-    pub fn field(&self, name: &str) -> Option<&Field> {
+    pub(crate) fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
 
     /// The field names, comma-separated (for error messages).
-    pub fn names(&self) -> String {
+    pub(crate) fn names(&self) -> String {
         let names: Vec<&str> = self.fields.iter().map(|f| f.name.as_str()).collect();
         names.join(", ")
     }
 
     /// `field`'s value in `bytes` (a struct of this layout).
-    pub fn get(&self, bytes: &[u8], field: &Field) -> Value {
+    pub(crate) fn get(&self, bytes: &[u8], field: &Field) -> Value {
         let raw = &bytes[field.offset..field.offset + field.size];
         match (field.size, field.signed) {
             (4, false) => Value::Unsigned(u64::from(u32::from_ne_bytes(raw.try_into().unwrap()))),
@@ -141,13 +141,13 @@ impl Layout {
     }
 
     /// The value of the field called `name`, if there is one.
-    pub fn get_by_name(&self, bytes: &[u8], name: &str) -> Option<Value> {
+    pub(crate) fn get_by_name(&self, bytes: &[u8], name: &str) -> Option<Value> {
         self.field(name).map(|f| self.get(bytes, f))
     }
 
     /// Sets field `name` from its text `value` (decimal, or hex with `0x`), checking the
     /// range of the field's type.
-    pub fn set(&self, bytes: &mut [u8], name: &str, value: &str) -> Result<()> {
+    pub(crate) fn set(&self, bytes: &mut [u8], name: &str, value: &str) -> Result<()> {
         let Some(field) = self.field(name) else {
             bail!(
                 "unknown key {name:?} for struct {}; valid keys: {}",
@@ -181,12 +181,12 @@ impl Layout {
     }
 
     /// Sets an unsigned field by name (internal callers; the name must exist).
-    pub fn set_u64(&self, bytes: &mut [u8], name: &str, value: u64) -> Result<()> {
+    pub(crate) fn set_u64(&self, bytes: &mut [u8], name: &str, value: u64) -> Result<()> {
         self.set(bytes, name, &value.to_string())
     }
 
     /// `name=value` pairs of every field.
-    pub fn format(&self, bytes: &[u8]) -> String {
+    pub(crate) fn format(&self, bytes: &[u8]) -> String {
         let parts: Vec<String> = self
             .fields
             .iter()
@@ -196,7 +196,7 @@ impl Layout {
     }
 
     /// A JSON object of every field.
-    pub fn to_json(&self, bytes: &[u8]) -> serde_json::Value {
+    pub(crate) fn to_json(&self, bytes: &[u8]) -> serde_json::Value {
         let mut map = serde_json::Map::new();
         for f in &self.fields {
             map.insert(f.name.clone(), self.get(bytes, f).to_json());

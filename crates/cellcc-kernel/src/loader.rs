@@ -65,7 +65,7 @@ fn claim() -> Result<()> {
 }
 
 /// `load [ALGO...]`: returns after SIGINT/SIGTERM, with everything cleaned up.
-pub fn load(wanted: &[String]) -> Result<()> {
+pub(crate) fn load(wanted: &[String]) -> Result<()> {
     // Block the stop signals before anything exists to clean up; sigwait takes them.
     signals::block_stop_signals()?;
     let all = objects::discover()?;
@@ -179,7 +179,7 @@ fn load_object(session: &mut Session, stem: &str, algos: &[&Algo]) -> Result<()>
 }
 
 /// `unload`: stops the running loader and waits until its names are unregistered.
-pub fn unload() -> Result<()> {
+pub(crate) fn unload() -> Result<()> {
     let Some(st) = LoaderState::read()? else {
         eprintln!("no loader is running ({} does not exist)", system::PIDFILE);
         return Ok(());

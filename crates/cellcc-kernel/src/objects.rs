@@ -20,7 +20,7 @@ const CA_NAME_MAX: usize = 16;
 
 /// One algorithm found in an embedded object.
 #[derive(Clone, Debug)]
-pub struct Algo {
+pub(crate) struct Algo {
     /// The struct_ops variable's name, the prefix of its maps and structs (`c2tcp`).
     pub algo: String,
     /// The name it registers under (`cellcc_c2tcp`).
@@ -39,13 +39,13 @@ pub struct Algo {
 
 impl Algo {
     /// The name of this algorithm's map with `suffix` (`defaults`, `params`, `stats`).
-    pub fn map_name(&self, suffix: &str) -> String {
+    pub(crate) fn map_name(&self, suffix: &str) -> String {
         format!("{}_{suffix}", self.algo)
     }
 }
 
 /// The embedded objects, or why there are none.
-pub fn embedded() -> Result<&'static [(&'static str, &'static [u8])]> {
+pub(crate) fn embedded() -> Result<&'static [(&'static str, &'static [u8])]> {
     if let Some(reason) = embedded::MISSING {
         bail!(
             "this binary embeds no BPF objects: {reason}; install what is missing and rebuild \
@@ -59,7 +59,7 @@ pub fn embedded() -> Result<&'static [(&'static str, &'static [u8])]> {
 }
 
 /// Every algorithm of every embedded object, in object order.
-pub fn discover() -> Result<Vec<Algo>> {
+pub(crate) fn discover() -> Result<Vec<Algo>> {
     let mut algos = Vec::new();
     for &(stem, bytes) in embedded()? {
         algos.extend(
@@ -71,7 +71,7 @@ pub fn discover() -> Result<Vec<Algo>> {
 
 /// The algorithms named in `wanted` (all if empty); unknown names are errors listing the
 /// known ones. Accepts `c2tcp` and `cellcc_c2tcp`.
-pub fn select(all: &[Algo], wanted: &[String]) -> Result<Vec<Algo>> {
+pub(crate) fn select(all: &[Algo], wanted: &[String]) -> Result<Vec<Algo>> {
     if wanted.is_empty() {
         return Ok(all.to_vec());
     }

@@ -19,7 +19,7 @@ fn stop_set() -> libc::sigset_t {
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP for this thread (call before spawning threads).
-pub fn block_stop_signals() -> Result<()> {
+pub(crate) fn block_stop_signals() -> Result<()> {
     let set = stop_set();
     // SAFETY: `set` is initialised; the old mask is not needed.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
@@ -33,7 +33,7 @@ pub fn block_stop_signals() -> Result<()> {
 
 /// Waits for SIGINT, SIGTERM or SIGHUP, at most `timeout` (forever if `None`). Returns the
 /// signal number, or 0 on timeout.
-pub fn wait_stop_signal(timeout: Option<Duration>) -> Result<i32> {
+pub(crate) fn wait_stop_signal(timeout: Option<Duration>) -> Result<i32> {
     let set = stop_set();
     loop {
         let rc = match timeout {

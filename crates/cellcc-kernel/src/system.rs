@@ -11,40 +11,40 @@ use crate::check::BPFFS;
 use crate::error::{Context, Result};
 
 /// Congestion controls registered in the kernel.
-pub const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+pub(crate) const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 /// Congestion controls unprivileged sockets may select.
-pub const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+pub(crate) const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 /// Directory of the pidfile and state file.
-pub const RUN_DIR: &str = "/run/cellcc";
+pub(crate) const RUN_DIR: &str = "/run/cellcc";
 /// The running loader's pid.
-pub const PIDFILE: &str = "/run/cellcc/kernel.pid";
+pub(crate) const PIDFILE: &str = "/run/cellcc/kernel.pid";
 /// What the running loader changed: `allowed_before=...`, `algos=...`.
-pub const STATEFILE: &str = "/run/cellcc/kernel.state";
+pub(crate) const STATEFILE: &str = "/run/cellcc/kernel.state";
 
 /// `BPFFS/cellcc`, under which each algorithm's maps are pinned.
-pub fn pin_root() -> PathBuf {
+pub(crate) fn pin_root() -> PathBuf {
     Path::new(BPFFS).join("cellcc")
 }
 
 /// `BPFFS/cellcc/ALGO/MAP`.
-pub fn pin_path(algo: &str, map: &str) -> PathBuf {
+pub(crate) fn pin_path(algo: &str, map: &str) -> PathBuf {
     pin_root().join(algo).join(map)
 }
 
 /// The names in a congestion-control list sysctl.
-pub fn read_list(path: &str) -> Result<Vec<String>> {
+pub(crate) fn read_list(path: &str) -> Result<Vec<String>> {
     let text = fs::read_to_string(path).context(format!("reading {path}"))?;
     Ok(text.split_whitespace().map(str::to_string).collect())
 }
 
 /// Writes the allowed list.
-pub fn write_allowed(names: &[String]) -> Result<()> {
+pub(crate) fn write_allowed(names: &[String]) -> Result<()> {
     fs::write(ALLOWED, names.join(" ")).context(format!("writing {ALLOWED}"))
 }
 
 /// What a loader recorded about itself.
 #[derive(Clone, Debug, Default)]
-pub struct LoaderState {
+pub(crate) struct LoaderState {
     /// Its pid.
     pub pid: i32,
     /// The allowed list before it added its names.
@@ -58,7 +58,7 @@ pub struct LoaderState {
 impl LoaderState {
     /// Writes the state file then the pidfile (the pidfile last: its presence means the
     /// state file is complete).
-    pub fn write(&self) -> Result<()> {
+    pub(crate) fn write(&self) -> Result<()> {
         fs::create_dir_all(RUN_DIR).context(format!("creating {RUN_DIR}"))?;
         let mut s = String::new();
         if let Some(a) = &self.allowed_before {
@@ -72,7 +72,7 @@ impl LoaderState {
     }
 
     /// The recorded loader, if there is a pidfile.
-    pub fn read() -> Result<Option<Self>> {
+    pub(crate) fn read() -> Result<Option<Self>> {
         let Ok(pid) = fs::read_to_string(PIDFILE) else {
             return Ok(None);
         };
@@ -99,14 +99,14 @@ impl LoaderState {
     }
 
     /// Removes the pidfile and state file.
-    pub fn remove_files() {
+    pub(crate) fn remove_files() {
         let _ = fs::remove_file(PIDFILE);
         let _ = fs::remove_file(STATEFILE);
     }
 }
 
 /// Whether `pid` is a running cellcc-kernel process.
-pub fn loader_alive(pid: i32) -> bool {
+pub(crate) fn loader_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
@@ -125,7 +125,7 @@ pub fn loader_alive(pid: i32) -> bool {
 }
 
 /// Removes the pinned maps of `algo` and its directory (and the root if empty).
-pub fn remove_pins(algo: &str) {
+pub(crate) fn remove_pins(algo: &str) {
     let dir = pin_root().join(algo);
     if let Ok(entries) = fs::read_dir(&dir) {
         for e in entries.flatten() {
@@ -138,7 +138,7 @@ pub fn remove_pins(algo: &str) {
 
 /// Undoes what a dead loader left behind: pins, allowed list, pidfile. Returns what was
 /// done, for the user.
-pub fn clean_stale(st: &LoaderState) -> String {
+pub(crate) fn clean_stale(st: &LoaderState) -> String {
     for algo in &st.algos {
         remove_pins(algo);
     }

@@ -2,10 +2,10 @@
 //! for every live `cellcc_c2tcp` connection.
 //!
 //! Every period it reads each flow's cumulative RTT sum and sample count from
-//! `c2tcp_stats`, feeds the period's mean RTT to the simulator's sans-I/O
-//! [`Tuner`](cellcc_congestion::c2tcp::tuner::Tuner) (one per flow, so the α update is the
-//! same code the simulator runs), and writes the α it returns into the flow's
-//! `c2tcp_params` override. The BPF side deletes the override when the connection ends.
+//! `c2tcp_stats`, feeds the period's mean RTT to the simulator's sans-I/O [`Tuner`] (one
+//! per flow, so the α update is the same code the simulator runs), and writes the α it
+//! returns into the flow's `c2tcp_params` override. The BPF side deletes the override
+//! when the connection ends.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use crate::objects::Algo;
 use crate::signals;
 
 /// The algorithm the Tuner drives.
-pub const ALGO: &str = "c2tcp";
+pub(crate) const ALGO: &str = "c2tcp";
 /// `alpha_x100` per Tuner α unit: the Tuner keeps thousandths.
 const MILLI_PER_X100: u32 = ALPHA_ONE / 100;
 /// Stats fields the Tuner reads.
@@ -37,7 +37,7 @@ const FIELDS: &[&str] = &[
 
 /// Tuner options from the command line.
 #[derive(Clone, Copy, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// Target for every flow; `None`: each flow's `target_us` parameter.
     pub target: Option<Dur>,
     /// Tuning cycle.
@@ -54,7 +54,7 @@ struct FlowTuner {
 }
 
 /// Runs until SIGINT/SIGTERM.
-pub fn run(algo: &Algo, opts: Options) -> Result<()> {
+pub(crate) fn run(algo: &Algo, opts: Options) -> Result<()> {
     for f in FIELDS {
         if algo.stats.field(f).is_none() {
             bail!(

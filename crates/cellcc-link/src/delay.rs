@@ -18,6 +18,7 @@ pub struct DelayLine<T> {
 }
 
 impl<T> DelayLine<T> {
+    /// An empty line that holds every item for `delay`.
     pub fn new(delay: Dur) -> Self {
         DelayLine {
             delay,
@@ -25,6 +26,7 @@ impl<T> DelayLine<T> {
         }
     }
 
+    /// The fixed delay every item sees.
     pub fn delay(&self) -> Dur {
         self.delay
     }
@@ -62,10 +64,12 @@ impl<T> DelayLine<T> {
         self.in_flight.next_wakeup()
     }
 
+    /// Items in flight.
     pub fn len(&self) -> usize {
         self.in_flight.len()
     }
 
+    /// Whether nothing is in flight.
     pub fn is_empty(&self) -> bool {
         self.in_flight.is_empty()
     }

@@ -20,16 +20,20 @@ pub enum QueueSpec {
     /// Reject an arrival that would exceed a limit.
     #[serde(rename = "droptail")]
     DropTail {
+        /// Most packets waiting (`packets=`); `None`: no packet limit.
         #[serde(default)]
         packets: Option<u64>,
+        /// Most charged bytes waiting (`bytes=`, IP length plus framing); `None`: no byte limit.
         #[serde(default)]
         bytes: Option<u64>,
     },
     /// Accept the arrival, then drop from the head until within the limits.
     #[serde(rename = "drophead")]
     DropHead {
+        /// Most packets waiting (`packets=`); `None`: no packet limit.
         #[serde(default)]
         packets: Option<u64>,
+        /// Most charged bytes waiting (`bytes=`, IP length plus framing); `None`: no byte limit.
         #[serde(default)]
         bytes: Option<u64>,
     },
@@ -44,11 +48,19 @@ pub enum QueueSpec {
 /// An unusable [`QueueSpec`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QueueSpecError {
+    /// A drop-tail or drop-head queue without any limit.
     #[error("{discipline} queue needs a limit: give `packets` and/or `bytes`")]
-    NoLimit { discipline: &'static str },
+    NoLimit {
+        /// `droptail` or `drophead`.
+        discipline: &'static str,
+    },
+    /// A limit of 0 (Mahimahi reads `packets=0` as no limit; here no limit is spelled by
+    /// omitting the key).
     #[error("{discipline} queue: `{limit} = 0` is not a limit; use a positive value, or omit it for no {limit} limit")]
     ZeroLimit {
+        /// `droptail` or `drophead`.
         discipline: &'static str,
+        /// `packets` or `bytes`.
         limit: &'static str,
     },
     /// A bad CoDel or PIE parameter, e.g. `codel: interval_ms must be > 0`.

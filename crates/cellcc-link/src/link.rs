@@ -51,8 +51,11 @@ use crate::trace::OPPORTUNITY_BYTES;
 /// A packet that has left the link.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Departure<T> {
+    /// The caller's payload, as enqueued.
     pub item: T,
+    /// IP length as given to `enqueue`.
     pub ip_len: u32,
+    /// When the queue accepted it.
     pub enqueued_at: Time,
     /// The opportunity that completed it (trace) or when its last bit left (constant).
     pub departed_at: Time,
@@ -75,13 +78,19 @@ pub enum EnqueueResult<T> {
 /// the last `advance`/`enqueue` call.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LinkStats {
+    /// Packets the queue accepted.
     pub packets_accepted: u64,
+    /// Packets that finished crossing the link.
     pub packets_departed: u64,
+    /// IP bytes of departed packets.
     pub ip_bytes_departed: u64,
     /// Charged bytes (IP + framing) of departed packets.
     pub charged_bytes_departed: u64,
+    /// Arrivals a drop-tail limit rejected.
     pub drops_queue_full: u64,
+    /// Packets pushed out of the head of a drop-head queue.
     pub drops_head: u64,
+    /// Arrivals whose charged size exceeds one delivery opportunity.
     pub drops_too_big: u64,
     /// Packets dropped by CoDel (at dequeue) or PIE (random early drop at arrival);
     /// each also appears in [`Link::pop_drop`].
@@ -212,10 +221,12 @@ impl<T> Link<T> {
         };
     }
 
+    /// The link's outage windows (none unless [`Link::set_outages`] was called).
     pub fn outages(&self) -> &Outages {
         &self.outages.schedule
     }
 
+    /// What limits the link's rate: a trace or a constant rate.
     pub fn service(&self) -> &LinkService {
         &self.service
     }
@@ -506,6 +517,7 @@ impl<T> Link<T> {
             .capacity_bytes_outside(from, to, &self.outages.schedule)
     }
 
+    /// Counters since the link was built.
     pub fn stats(&self) -> &LinkStats {
         &self.stats
     }

@@ -15,11 +15,14 @@ use rand_core::Rng;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("`{field}`: {reason}")]
 pub struct ParamError {
+    /// The key, relative to the table it came from.
     pub field: String,
+    /// What is wrong with the value, and what would be accepted.
     pub reason: String,
 }
 
 impl ParamError {
+    /// An error for `field`.
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         ParamError {
             field: field.into(),
@@ -125,7 +128,7 @@ pub(crate) mod test_value {
     use serde::de::{self, IntoDeserializer, Visitor};
 
     #[derive(Clone, Debug)]
-    pub enum V {
+    pub(crate) enum V {
         S(&'static str),
         F(f64),
         I(i64),
@@ -134,7 +137,7 @@ pub(crate) mod test_value {
     }
 
     /// Deserialises `T` from `v`, returning the error message on failure.
-    pub fn from<T: serde::de::DeserializeOwned>(v: V) -> Result<T, String> {
+    pub(crate) fn from<T: serde::de::DeserializeOwned>(v: V) -> Result<T, String> {
         T::deserialize(v).map_err(|e| e.to_string())
     }
 

@@ -34,11 +34,13 @@ use cellcc_units::Time;
 /// A packet waiting in a queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Queued<T> {
+    /// The caller's payload (the simulator's packet), handed back on departure or drop.
     pub item: T,
     /// IP length as given by the caller.
     pub ip_len: u32,
     /// Bytes the link charges for it (IP length + framing); queue limits count these.
     pub charged_bytes: u32,
+    /// When the queue accepted it.
     pub enqueued_at: Time,
 }
 
@@ -60,11 +62,15 @@ pub enum DropReason {
 /// A packet the link dropped after accepting it (drop-head, AQM).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DroppedPacket<T> {
+    /// The caller's payload.
     pub item: T,
+    /// IP length as given by the caller.
     pub ip_len: u32,
+    /// When the queue accepted it.
     pub enqueued_at: Time,
     /// When it was dropped.
     pub at: Time,
+    /// Why it was dropped.
     pub reason: DropReason,
 }
 
@@ -88,6 +94,7 @@ pub trait PacketQueue<T> {
     fn len_packets(&self) -> usize;
     /// Charged bytes waiting.
     fn len_bytes(&self) -> u64;
+    /// Whether no packet is waiting.
     #[inline]
     fn is_empty(&self) -> bool {
         self.len_packets() == 0
@@ -97,11 +104,14 @@ pub trait PacketQueue<T> {
 /// Optional packet and byte limits; `None` means unlimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
+    /// Most packets the queue may hold.
     pub packets: Option<u64>,
+    /// Most charged bytes the queue may hold.
     pub bytes: Option<u64>,
 }
 
 impl Limits {
+    /// No limits (Mahimahi's `infinite` queue).
     pub const NONE: Limits = Limits {
         packets: None,
         bytes: None,
@@ -134,6 +144,7 @@ pub struct Fifo<T> {
 }
 
 impl<T> Fifo<T> {
+    /// An empty FIFO with these limits and overflow rule.
     pub fn new(limits: Limits, overflow: Overflow) -> Self {
         Fifo {
             packets: VecDeque::new(),

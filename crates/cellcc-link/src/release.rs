@@ -45,6 +45,7 @@ impl<T> Default for ReleaseQueue<T> {
 }
 
 impl<T> ReleaseQueue<T> {
+    /// An empty queue.
     pub const fn new() -> Self {
         ReleaseQueue {
             pending: VecDeque::new(),
@@ -122,6 +123,7 @@ impl<T> ReleaseQueue<T> {
         self.pending.len() + self.released.len()
     }
 
+    /// Whether no item is held, released or not.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty() && self.released.is_empty()

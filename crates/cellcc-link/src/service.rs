@@ -29,21 +29,34 @@ pub const MAHIMAHI_FRAMING_BYTES: u32 = 4;
 pub enum LinkService {
     /// Mahimahi trace of delivery opportunities; every packet is charged
     /// `ip_len + MAHIMAHI_FRAMING_BYTES`.
-    Trace { trace: Arc<Trace>, mode: TraceMode },
+    Trace {
+        /// The delivery opportunities.
+        trace: Arc<Trace>,
+        /// Whether the trace loops or plays once.
+        mode: TraceMode,
+    },
     /// Fixed rate; every packet is charged `ip_len + framing_bytes` (0 by default).
-    Constant { rate: Bandwidth, framing_bytes: u32 },
+    Constant {
+        /// The link rate.
+        rate: Bandwidth,
+        /// Bytes added to each packet's IP length before it is serialised.
+        framing_bytes: u32,
+    },
 }
 
 /// A link that cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LinkConfigError {
+    /// The rate is 0 bit/s.
     #[error("constant-rate link: the rate is 0 bit/s, so nothing would ever be sent; give a positive rate")]
     ZeroRate,
+    /// The queue discipline is unusable.
     #[error(transparent)]
     Queue(#[from] QueueSpecError),
 }
 
 impl LinkService {
+    /// A trace link.
     pub fn trace(trace: Arc<Trace>, mode: TraceMode) -> Self {
         LinkService::Trace { trace, mode }
     }
@@ -56,6 +69,7 @@ impl LinkService {
         }
     }
 
+    /// Check the service can send: a constant rate must be above 0 bit/s.
     pub fn validate(&self) -> Result<(), LinkConfigError> {
         match self {
             LinkService::Trace { .. } => Ok(()),
@@ -125,7 +139,7 @@ pub(crate) struct Opportunities {
 }
 
 impl Opportunities {
-    pub fn new(trace: Arc<Trace>, mode: TraceMode) -> Self {
+    pub(crate) fn new(trace: Arc<Trace>, mode: TraceMode) -> Self {
         let mut opportunities = Opportunities {
             trace,
             mode,
@@ -136,7 +150,7 @@ impl Opportunities {
         opportunities
     }
 
-    pub fn next_at(&self) -> Option<Time> {
+    pub(crate) fn next_at(&self) -> Option<Time> {
         self.next_at
     }
 
@@ -149,7 +163,7 @@ impl Opportunities {
     }
 
     /// Moves past the opportunity at `next_at`, which has just been served.
-    pub fn step(&mut self) {
+    pub(crate) fn step(&mut self) {
         let mut pos = self.next;
         pos.index += 1;
         if pos.index == self.trace.len() {
@@ -164,7 +178,7 @@ impl Opportunities {
 
     /// Passes over, unserved, every opportunity at or before `now` in O(log n); returns
     /// how many there were.
-    pub fn skip_through(&mut self, now: Time) -> u64 {
+    pub(crate) fn skip_through(&mut self, now: Time) -> u64 {
         match self.next_at {
             Some(t) if t <= now => {}
             _ => return 0,
@@ -178,7 +192,7 @@ impl Opportunities {
 
     /// The next opportunity that is not inside an outage (`None` past the end of a `Once`
     /// trace).
-    pub fn next_outside(&self, outages: &Outages) -> Option<Time> {
+    pub(crate) fn next_outside(&self, outages: &Outages) -> Option<Time> {
         let mut at = self.next_at?;
         while let Some(w) = outages.containing(at) {
             let pos = self.trace.first_at_or_after(w.end);
@@ -204,7 +218,7 @@ pub(crate) struct Serializer {
 }
 
 impl Serializer {
-    pub fn new(rate: Bandwidth) -> Self {
+    pub(crate) fn new(rate: Bandwidth) -> Self {
         Serializer {
             rate,
             epoch: Time::ZERO,
@@ -215,7 +229,7 @@ impl Serializer {
 
     /// Starts sending `bytes` at `start` (never before the previous finish) and returns
     /// when the last bit leaves.
-    pub fn start(&mut self, start: Time, bytes: u32) -> Time {
+    pub(crate) fn start(&mut self, start: Time, bytes: u32) -> Time {
         debug_assert!(
             start >= self.last_finish,
             "the link sends one packet at a time"
@@ -237,7 +251,7 @@ impl Serializer {
 
     /// Abandons the packet on the wire at `at` (a `drop` outage): the link is idle from
     /// `at`, and the next packet starts a new busy period.
-    pub fn abort(&mut self, at: Time) {
+    pub(crate) fn abort(&mut self, at: Time) {
         self.epoch = at;
         self.bits_since_epoch = 0;
         self.last_finish = at;

@@ -24,7 +24,9 @@ use crate::release::ReleaseQueue;
 /// A packet leaving a stage.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Released<T> {
+    /// The caller's payload.
     pub item: T,
+    /// IP length as pushed.
     pub ip_len: u32,
     /// When it left the stage (at or before the `advance` call that released it).
     pub at: Time,
@@ -45,6 +47,7 @@ pub trait Stage<T> {
     fn next_wakeup(&self) -> Option<Time>;
     /// Packets held (for packet conservation checks).
     fn len(&self) -> usize;
+    /// Whether the stage holds no packet.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -71,6 +74,7 @@ pub struct Delay<T> {
 }
 
 impl<T> Delay<T> {
+    /// A stage that holds every packet for `delay`.
     pub fn new(delay: Dur) -> Self {
         Delay {
             delay,

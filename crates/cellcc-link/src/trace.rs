@@ -49,45 +49,87 @@ const MAX_QUOTED_CHARS: usize = 40;
 /// possible, and how to fix the problem.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// The file could not be read.
     #[error("{file}: cannot read the trace: {source}")]
     Io {
+        /// The path as given, or the name a parsed trace was given.
         file: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The file holds no line.
     #[error("{file}:1: the file is empty; a Mahimahi trace needs at least one line holding a millisecond timestamp")]
-    Empty { file: String },
+    Empty {
+        /// The path as given, or the name a parsed trace was given.
+        file: String,
+    },
+    /// A line is empty.
     #[error("{file}:{line}: the line is blank; Mahimahi rejects blank lines, delete it (check for a doubled newline at the end of the file)")]
-    BlankLine { file: String, line: u64 },
+    BlankLine {
+        /// The path as given, or the name a parsed trace was given.
+        file: String,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// A line ends with `\r`.
     #[error("{file}:{line}: the line ends with a carriage return (Windows line ending); convert the file with `dos2unix` or `tr -d '\\r'`")]
-    CarriageReturn { file: String, line: u64 },
+    CarriageReturn {
+        /// The path as given, or the name a parsed trace was given.
+        file: String,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// A timestamp is below 0.
     #[error("{file}:{line}: timestamp {found} is negative; Mahimahi timestamps count milliseconds from 0")]
     Negative {
+        /// The path as given, or the name a parsed trace was given.
         file: String,
+        /// 1-based line number.
         line: u64,
+        /// The offending line, cut to 40 characters (then `...`).
         found: String,
     },
+    /// A line is not a non-negative decimal integer.
     #[error("{file}:{line}: expected a whole number of milliseconds, found {found:?}; every line of a Mahimahi trace is one non-negative decimal integer with no spaces, signs or decimal point")]
     NotAnInteger {
+        /// The path as given, or the name a parsed trace was given.
         file: String,
+        /// 1-based line number.
         line: u64,
+        /// The offending line, cut to 40 characters (then `...`).
         found: String,
     },
+    /// A timestamp exceeds `u32::MAX` milliseconds.
     #[error("{file}:{line}: timestamp {found} does not fit in 32 bits of milliseconds (about 49.7 days); shorten the trace")]
     TooLarge {
+        /// The path as given, or the name a parsed trace was given.
         file: String,
+        /// 1-based line number.
         line: u64,
+        /// The offending line, cut to 40 characters (then `...`).
         found: String,
     },
+    /// A timestamp is smaller than the one before it.
     #[error("{file}:{line}: timestamp {value} is smaller than the previous line's {previous}; Mahimahi traces must be non-decreasing")]
     Decreasing {
+        /// The path as given, or the name a parsed trace was given.
         file: String,
+        /// 1-based line number.
         line: u64,
+        /// This line's timestamp, ms.
         value: u32,
+        /// The previous line's timestamp, ms.
         previous: u32,
     },
+    /// The last timestamp, which sets the loop period, is 0.
     #[error("{file}:{line}: the last timestamp is 0, so the trace lasts no time; the last line sets the loop period and must be greater than 0")]
-    ZeroDuration { file: String, line: u64 },
+    ZeroDuration {
+        /// The path as given, or the name a parsed trace was given.
+        file: String,
+        /// 1-based line number.
+        line: u64,
+    },
 }
 
 /// A validated Mahimahi trace: non-empty, non-decreasing, last timestamp > 0.
@@ -121,12 +163,16 @@ pub struct TraceStats {
     pub first_ts: Dur,
     /// lines × 1500 × 8 / duration, in Mbit/s.
     pub mean_mbps: f64,
-    /// Percentiles (linear interpolation between closest ranks) of the capacity in each
-    /// second of the period, Mbit/s; see [`Trace::stats`] for how seconds are formed.
+    /// 5th percentile (linear interpolation between closest ranks) of the capacity in
+    /// each second of the period, Mbit/s; see [`Trace::stats`] for how seconds are formed.
     pub capacity_p5_mbps: f64,
+    /// 25th percentile of the per-second capacity, Mbit/s.
     pub capacity_p25_mbps: f64,
+    /// Median of the per-second capacity, Mbit/s.
     pub capacity_p50_mbps: f64,
+    /// 75th percentile of the per-second capacity, Mbit/s.
     pub capacity_p75_mbps: f64,
+    /// 95th percentile of the per-second capacity, Mbit/s.
     pub capacity_p95_mbps: f64,
     /// Highest per-second capacity, Mbit/s.
     pub max_mbps_1s: f64,

@@ -1,5 +1,5 @@
 //! Checks against the shared real traces; each test skips (with a note) when the traces
-//! are not available.
+//! are not available, and fails instead under `CELLCC_REQUIRE_TRACES=1` (see `common`).
 
 mod common;
 

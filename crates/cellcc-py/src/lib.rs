@@ -3,7 +3,7 @@
 //! This crate only converts: scenario text in, plain Python dicts and lists out, and Rust
 //! errors mapped to the Python exceptions declared in `python/cellcc/_core.pyi`. Runs
 //! release the GIL and poll for Ctrl-C between batches of events; runs with congestion
-//! controls written in Python ([`pycc`]) hold it.
+//! controls written in Python (`pycc`) hold it.
 
 mod pycc;
 mod report;
@@ -342,6 +342,8 @@ fn scheme_info() -> String {
     serde_json::Value::Array(list).to_string()
 }
 
+/// The native core of `cellcc`: runs scenarios, validates them, reads and synthesises
+/// traces, and lists the registered schemes.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();

@@ -60,7 +60,7 @@ const MAX_INTERNED: usize = 4096;
 
 /// The first failure of user code in a run, shared by every Python scheme of the run.
 #[derive(Default)]
-pub struct ErrorSlot {
+pub(crate) struct ErrorSlot {
     pub flag: Arc<AtomicBool>,
     err: Mutex<Option<PyErr>>,
 }
@@ -68,13 +68,13 @@ pub struct ErrorSlot {
 impl ErrorSlot {
     /// Keep `err` (a `ControlError` whose cause is the user's exception) unless an
     /// earlier failure is kept, and raise the flag that stops the run.
-    pub fn fail(&self, err: PyErr) {
+    pub(crate) fn fail(&self, err: PyErr) {
         let mut slot = self.err.lock().unwrap_or_else(|e| e.into_inner());
         slot.get_or_insert(err);
         self.flag.store(true, Ordering::Relaxed);
     }
 
-    pub fn take(&self) -> Option<PyErr> {
+    pub(crate) fn take(&self) -> Option<PyErr> {
         self.err.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
@@ -127,7 +127,7 @@ fn method(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<Py<PyAny>>> {
 }
 
 /// A per-ACK congestion control implemented by a Python object.
-pub struct PyCc {
+pub(crate) struct PyCc {
     /// `module:Name` (for error messages).
     path: String,
     label: &'static str,
@@ -146,7 +146,7 @@ impl std::fmt::Debug for PyCc {
 }
 
 impl PyCc {
-    pub fn new(
+    pub(crate) fn new(
         py: Python<'_>,
         obj: &Bound<'_, PyAny>,
         path: &str,
@@ -439,7 +439,7 @@ impl CongestionControl for PyCc {
 }
 
 /// A per-interval policy implemented by a Python object's `on_interval(report)`.
-pub struct PyPolicy {
+pub(crate) struct PyPolicy {
     path: String,
     on_interval: Py<PyAny>,
     slot: Arc<ErrorSlot>,
@@ -466,7 +466,7 @@ impl IntervalPolicy for PyPolicy {
 }
 
 /// What `cellcc.pycc._build` says about one external scheme.
-pub enum Spec {
+pub(crate) enum Spec {
     PerAck(Py<PyAny>),
     Interval {
         obj: Py<PyAny>,
@@ -479,7 +479,7 @@ pub enum Spec {
 
 /// Resolve an external scheme through `cellcc.pycc._build`. Errors are Python
 /// exceptions whose message says what is wrong.
-pub fn resolve(
+pub(crate) fn resolve(
     py: Python<'_>,
     scheme: &str,
     params: &toml::Table,
@@ -521,7 +521,7 @@ pub fn resolve(
 }
 
 /// The base scheme of per-interval control: `"held"` or a built-in scheme.
-pub fn build_base(
+pub(crate) fn build_base(
     base: &str,
     params: &toml::Table,
     held: HeldConfig,
@@ -545,11 +545,11 @@ pub fn build_base(
 }
 
 /// Builds the agent flow's per-interval control (its base scheme, clock, no policy).
-pub type AgentControl = Box<dyn Fn() -> Result<IntervalControl, SchemeError> + Send>;
+pub(crate) type AgentControl = Box<dyn Fn() -> Result<IntervalControl, SchemeError> + Send>;
 
 /// Builds Python schemes for a run; flows prepared up front (while validating) are
 /// taken from `ready`.
-pub struct PyFactory {
+pub(crate) struct PyFactory {
     pub slot: Arc<ErrorSlot>,
     pub ready: Vec<Option<(String, External)>>,
     /// For a stepped run (gym): the flow without a policy, with its base and clock.
@@ -582,7 +582,7 @@ impl ExternalSchemes for PyFactory {
 }
 
 /// Resolve and build one external scheme; errors name the key relative to the flow.
-pub fn prepare(
+pub(crate) fn prepare(
     py: Python<'_>,
     scheme: &str,
     params: &toml::Table,
@@ -605,7 +605,7 @@ pub fn prepare(
 }
 
 /// Turn a resolved spec into what the simulator runs.
-pub fn into_external(
+pub(crate) fn into_external(
     py: Python<'_>,
     spec: Spec,
     scheme: &str,
@@ -649,7 +649,7 @@ pub fn into_external(
 }
 
 /// The module's classes.
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySock>()?;
     m.add_class::<PyRateSample>()?;
     m.add_class::<PyReport>()?;

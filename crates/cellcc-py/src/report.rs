@@ -28,7 +28,7 @@ fn nan(x: Option<f64>) -> f64 {
 }
 
 /// The order of [`PyReport::values`].
-pub const REPORT_FIELDS: &[&str] = &[
+pub(crate) const REPORT_FIELDS: &[&str] = &[
     "t_s",
     "interval_s",
     "acks",
@@ -240,7 +240,7 @@ impl PyReport {
 
 /// What a policy (or a gym agent) returned, checked: `None` keeps everything; a number
 /// is a window; a mapping or an object has `cwnd` and/or `pacing_rate`.
-pub fn decision_from(v: &Bound<'_, PyAny>) -> PyResult<Decision> {
+pub(crate) fn decision_from(v: &Bound<'_, PyAny>) -> PyResult<Decision> {
     if v.is_none() {
         return Ok(Decision::default());
     }

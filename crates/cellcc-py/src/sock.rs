@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use cellcc_congestion::{CaEvent, CaState, PacingStatus, RateSample, Sock};
 use cellcc_units::Dur;
 
-pub fn ca_state_name(s: CaState) -> &'static str {
+pub(crate) fn ca_state_name(s: CaState) -> &'static str {
     match s {
         CaState::Open => "open",
         CaState::Disorder => "disorder",
@@ -17,7 +17,7 @@ pub fn ca_state_name(s: CaState) -> &'static str {
     }
 }
 
-pub fn ca_event_name(e: CaEvent) -> &'static str {
+pub(crate) fn ca_event_name(e: CaEvent) -> &'static str {
     match e {
         CaEvent::TxStart => "tx_start",
         CaEvent::CwndRestart => "cwnd_restart",
@@ -268,7 +268,7 @@ impl PySock {
 
 /// Linux's rate sample (`struct rate_sample`) as `cong_control` sees it.
 #[pyclass(name = "RateSample", module = "cellcc._core", get_all)]
-pub struct PyRateSample {
+pub(crate) struct PyRateSample {
     /// Segments delivered over `interval_us`.
     delivered: u64,
     /// The sample's interval, µs; `None` when the sample is invalid.
@@ -286,7 +286,7 @@ pub struct PyRateSample {
 }
 
 impl PyRateSample {
-    pub fn new(rs: &RateSample) -> Self {
+    pub(crate) fn new(rs: &RateSample) -> Self {
         PyRateSample {
             delivered: rs.delivered,
             interval_us: rs.interval.map(|d| d.as_ns() / 1_000),

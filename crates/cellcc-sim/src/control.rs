@@ -186,14 +186,19 @@ pub struct IntervalReport {
     pub delivered_bytes: u64,
     /// RTT samples taken.
     pub rtt_samples: u64,
+    /// Smallest RTT sample of the interval.
     pub rtt_min: Option<Dur>,
+    /// Mean of the interval's RTT samples (truncated to the nanosecond).
     pub rtt_mean: Option<Dur>,
+    /// Largest RTT sample of the interval.
     pub rtt_max: Option<Dur>,
-    /// The interval's first and last RTT samples (Aurora's latency gradient).
+    /// The interval's first RTT sample (with `rtt_last`: Aurora's latency gradient).
     pub rtt_first: Option<Dur>,
+    /// The interval's last RTT sample.
     pub rtt_last: Option<Dur>,
     /// State at the boundary: window, packets.
     pub cwnd: u32,
+    /// Slow-start threshold at the boundary, packets.
     pub ssthresh: u32,
     /// Packets in flight (`tcp_packets_in_flight`).
     pub in_flight: u32,
@@ -203,6 +208,7 @@ pub struct IntervalReport {
     pub srtt: Dur,
     /// The connection's windowed minimum RTT; `None` before the first sample.
     pub min_rtt: Option<Dur>,
+    /// Linux congestion-avoidance state at the boundary (Open, Disorder, CWR, Recovery, Loss).
     pub ca_state: CaState,
     /// Payload bytes per full segment.
     pub mss: u32,
@@ -336,9 +342,11 @@ impl FlowControl {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("flow {flow} at t = {t_s:.6} s: {message}")]
 pub struct ControlError {
+    /// The flow's index among the run's flows.
     pub flow: u32,
     /// Simulated time of the failure, seconds.
     pub t_s: f64,
+    /// What went wrong.
     pub message: String,
 }
 
@@ -392,8 +400,10 @@ pub struct Held {
 }
 
 impl Held {
+    /// The scheme name scenarios use for it.
     pub const NAME: &'static str = "held";
 
+    /// A controller that holds `cfg`'s window and pacing rate until a decision changes them.
     pub fn new(cfg: HeldConfig) -> Self {
         Held { cfg }
     }

@@ -38,6 +38,7 @@ impl Default for DelayStats {
 }
 
 impl DelayStats {
+    /// Adds one sample (clamped into 1 µs..1 h for the histogram; sum and minimum exact).
     pub fn record(&mut self, d: Dur) {
         let us = d.as_us().clamp(1, HIST_MAX_US);
         // Cannot fail: the value is clamped into the histogram's range.
@@ -57,6 +58,7 @@ impl DelayStats {
         self.count += other.count;
         self.min_ns = self.min_ns.min(other.min_ns);
     }
+    /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -68,6 +70,7 @@ impl DelayStats {
     pub fn quantile_ms(&self, q: f64) -> Option<f64> {
         (self.count > 0).then(|| self.hist.value_at_quantile(q) as f64 / 1e3)
     }
+    /// Smallest sample in ms (exact), `None` without samples.
     pub fn min_ms(&self) -> Option<f64> {
         (self.count > 0).then(|| self.min_ns as f64 / 1e6)
     }
@@ -91,8 +94,12 @@ struct Bin {
 /// Metrics of one flow (or of the aggregate).
 #[derive(Clone, Default)]
 pub struct FlowMetrics {
+    /// One-way delay of every data packet reaching the receiver (`t − sent_at`).
     pub owd: DelayStats,
+    /// Queueing delay of every data packet reaching the receiver (`t − enqueued_at`, see
+    /// `docs/metrics.md`).
     pub qdelay: DelayStats,
+    /// RTT samples the sender took per ACK (Linux's `ca_rtt`).
     pub rtt: DelayStats,
     last_owd_ns: Option<u64>,
     jitter_sum_ns: u128,
@@ -105,16 +112,24 @@ pub struct FlowMetrics {
     pub egress_ip_bytes: u64,
     /// Charged bytes (IP length + framing) that left the bottleneck, for utilisation.
     pub egress_charged_bytes: u64,
+    /// Data packets that reached the receiver.
     pub egress_packets: u64,
+    /// When the first data packet reached the receiver.
     pub first_egress: Option<Time>,
+    /// When the last data packet reached the receiver (zero before the first).
     pub last_egress: Time,
     /// Payload bytes delivered in order to the receiving application.
     pub app_bytes: u64,
     /// When the last byte of a finite flow reached the application.
     pub completed_at: Option<Time>,
+    /// Data packets discarded on the path after entry: by the radio queue (drop-tail,
+    /// drop-head, AQM, a `drop` outage) or the wired bottleneck's queue.
     pub drops_queue: u64,
+    /// Data packets removed by the random loss model on entry to the link.
     pub drops_random: u64,
+    /// Segments the sender retransmitted (fast retransmit, RACK, TLP, RTO).
     pub retransmits: u64,
+    /// Retransmission timeouts.
     pub rtos: u64,
     bins: Vec<Bin>,
 }
@@ -210,55 +225,94 @@ impl FlowMetrics {
 
 /// Instantaneous sender state for time series.
 pub struct SenderSample {
+    /// Congestion window, packets.
     pub cwnd: u32,
+    /// Slow-start threshold, packets ([`cellcc_congestion::INFINITE_SSTHRESH`] while infinite).
     pub ssthresh: u32,
+    /// Pacing rate, bytes per second (`sk_pacing_rate`).
     pub pacing_bps: u64,
+    /// Smoothed RTT; zero before the first sample.
     pub srtt: Dur,
+    /// Packets in flight (`tcp_packets_in_flight`).
     pub inflight: u32,
 }
 
 /// One row of the summary table (see `docs/metrics.md`).
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryRow {
+    /// Flow index (0, 1, … in `[[flows]]` order), or an aggregate: −1 the downlink flows,
+    /// −2 the background, −3 the uplink flows.
     pub flow: i64,
+    /// The flow's scheme (an aggregate: the flows' common scheme, else `all`; `background`).
     pub scheme: String,
     /// The direction of the flow's data, `"down"` or `"up"` (an aggregate row: of the
     /// flows it sums).
     pub flow_direction: &'static str,
+    /// When the flow started, s (aggregate: the earliest start; background: 0).
     pub start_s: f64,
+    /// Payload bits delivered in order to the application ÷ the flow's active time, Mbit/s
+    /// (goodput).
     pub throughput_mbps: f64,
+    /// IP bits reaching the receiver ÷ (last arrival − first arrival), Mbit/s (Pantheon's
+    /// "average throughput").
     pub pantheon_throughput_mbps: Option<f64>,
+    /// Payload bytes delivered in order to the application.
     pub app_bytes: u64,
+    /// Finite flows: from the start to the delivery of the last byte, s.
     pub completion_s: Option<f64>,
+    /// Mean one-way delay, ms.
     pub owd_mean_ms: Option<f64>,
+    /// Median one-way delay, ms.
     pub owd_p50_ms: Option<f64>,
+    /// 95th percentile of the one-way delay, ms (Pantheon's delay).
     pub owd_p95_ms: Option<f64>,
+    /// 99th percentile of the one-way delay, ms.
     pub owd_p99_ms: Option<f64>,
+    /// Mean queueing delay, ms (mm-link / C2TCP convention).
     pub qdelay_mean_ms: Option<f64>,
+    /// Median queueing delay, ms.
     pub qdelay_p50_ms: Option<f64>,
+    /// 95th percentile of the queueing delay, ms.
     pub qdelay_p95_ms: Option<f64>,
+    /// 99th percentile of the queueing delay, ms.
     pub qdelay_p99_ms: Option<f64>,
+    /// Mean absolute difference of consecutive one-way delays, ms.
     pub jitter_ms: Option<f64>,
+    /// Time average of the RFC 3550 §6.4.1 smoothed jitter, ms (C2TCP's jitter).
     pub rfc3550_jitter_ms: Option<f64>,
+    /// Mean RTT sample, ms.
     pub rtt_mean_ms: Option<f64>,
+    /// Median RTT sample, ms.
     pub rtt_p50_ms: Option<f64>,
+    /// 95th percentile of the RTT samples, ms.
     pub rtt_p95_ms: Option<f64>,
+    /// Smallest RTT sample, ms.
     pub rtt_min_ms: Option<f64>,
+    /// RTT samples taken.
     pub rtt_samples: u64,
+    /// `drops_queue + drops_random`.
     pub drops: u64,
+    /// Data packets discarded by a queue on the path (see [`FlowMetrics::drops_queue`]).
     pub drops_queue: u64,
+    /// Data packets removed by the random loss model on entry.
     pub drops_random: u64,
+    /// Segments the sender retransmitted.
     pub retransmits: u64,
+    /// Retransmission timeouts.
     pub rtos: u64,
+    /// 1 − IP bytes that reached the receiver ÷ IP bytes sent (Pantheon); counts packets
+    /// still in the network at the end.
     pub pantheon_loss_rate: Option<f64>,
+    /// Charged bytes that reached the receiver ÷ the bytes the channel offered over the
+    /// active time; `None` without capacity (background).
     pub utilisation: Option<f64>,
+    /// `throughput_mbps ÷ rtt_mean_ms` (César's efficiency, Mbit/s per ms).
     pub efficiency: Option<f64>,
+    /// `throughput_mbps ÷ (owd_mean_ms / 1000)` (Kleinrock's power).
     pub power: Option<f64>,
 }
 
 impl FlowMetrics {
-    /// Summarise; `active` is the span the throughput is averaged over and `capacity`
-    /// the bottleneck's offered (charged) bytes over that span, for utilisation.
     /// Adds a flow's one-way-delay, queueing-delay and RTT distributions to this
     /// aggregate's.
     pub fn merge_delays(&mut self, flow: &FlowMetrics) {
@@ -267,6 +321,9 @@ impl FlowMetrics {
         self.rtt.merge(&flow.rtt);
     }
 
+    /// Summarise; `active` is the span the throughput is averaged over and
+    /// `capacity_bytes` the bottleneck's offered (charged) bytes over that span, for
+    /// utilisation.
     pub fn summary(
         &self,
         flow: i64,
@@ -336,19 +393,34 @@ impl FlowMetrics {
 /// Columnar time series: one row per (flow, bin); flow −1 rows carry the link.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct TimeSeries {
+    /// Flow of each row (−1: the link).
     pub flow: Vec<i64>,
+    /// Start of each row's bin, s.
     pub t_s: Vec<f64>,
+    /// Application bits delivered in the bin ÷ bin width, Mbit/s (flow rows).
     pub throughput_mbps: Vec<Option<f64>>,
+    /// IP bits of data reaching the receiver in the bin ÷ bin width, Mbit/s (link rows: all
+    /// scenario flows).
     pub egress_mbps: Vec<Option<f64>>,
+    /// Mean one-way delay of the packets arriving in the bin, ms (flow rows).
     pub owd_ms: Vec<Option<f64>>,
+    /// Mean queueing delay of the packets arriving in the bin, ms (flow rows).
     pub qdelay_ms: Vec<Option<f64>>,
+    /// Congestion window at the end of the bin, packets (flow rows).
     pub cwnd: Vec<Option<u32>>,
+    /// Slow-start threshold at the end of the bin, packets; empty while infinite (flow rows).
     pub ssthresh: Vec<Option<u32>>,
+    /// Pacing rate at the end of the bin, Mbit/s (flow rows).
     pub pacing_mbps: Vec<Option<f64>>,
+    /// Smoothed RTT at the end of the bin, ms; empty before the first sample (flow rows).
     pub srtt_ms: Vec<Option<f64>>,
+    /// Packets in flight at the end of the bin (flow rows).
     pub inflight: Vec<Option<u32>>,
+    /// Radio capacity offered in the bin, Mbit/s (link rows).
     pub capacity_mbps: Vec<Option<f64>>,
+    /// Radio queue occupancy at the end of the bin, packets (link rows).
     pub queue_packets: Vec<Option<u64>>,
+    /// Radio queue occupancy at the end of the bin, bytes (link rows).
     pub queue_bytes: Vec<Option<u64>>,
 }
 
@@ -414,9 +486,11 @@ impl TimeSeries {
         self.queue_bytes.push(Some(queue.1));
     }
 
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.flow.len()
     }
+    /// Whether there are no rows.
     pub fn is_empty(&self) -> bool {
         self.flow.is_empty()
     }
@@ -460,16 +534,20 @@ impl PacketLog {
         }
     }
 
+    /// Logs an arrival of `size` charged bytes at `t` (`t + size`).
     pub fn arrival(&mut self, t: Time, size: u32) {
         self.catch_up(t.as_ms());
         let _ = writeln!(self.text, "{} + {size}", t.as_ms());
     }
 
+    /// Logs a departure of `size` charged bytes at `t` after `delay` in the link
+    /// (`t - size delay`).
     pub fn departure(&mut self, t: Time, size: u32, delay: Dur) {
         self.catch_up(t.as_ms());
         let _ = writeln!(self.text, "{} - {size} {}", t.as_ms(), delay.as_ms());
     }
 
+    /// Logs a drop of `size` charged bytes at `t` (`t d 1 size`).
     pub fn drop(&mut self, t: Time, size: u32) {
         self.catch_up(t.as_ms());
         let _ = writeln!(self.text, "{} d 1 {size}", t.as_ms());

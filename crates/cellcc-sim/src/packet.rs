@@ -22,6 +22,7 @@ pub const MAX_SACK_BLOCKS: usize = 3;
 /// A TCP data segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataSegment {
+    /// The flow the segment belongs to.
     pub flow: FlowId,
     /// Segment sequence number.
     pub seq: u64,
@@ -47,18 +48,22 @@ impl DataSegment {
 /// A half-open range of segment numbers `[start, end)` reported by SACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct SackBlock {
+    /// First segment of the range.
     pub start: u64,
+    /// One past the last segment of the range.
     pub end: u64,
 }
 
 /// A pure TCP ACK.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AckSegment {
+    /// The flow the ACK belongs to (the flow whose data it acknowledges).
     pub flow: FlowId,
     /// Cumulative ACK: the next segment the receiver expects.
     pub ack: u64,
     /// SACK blocks, most recent first (RFC 2018 §4); `sack_len` of them are valid.
     pub sack: [SackBlock; MAX_SACK_BLOCKS],
+    /// Number of valid entries at the front of `sack`.
     pub sack_len: u8,
     /// True when the first SACK block reports a duplicate segment (D-SACK, RFC 2883).
     pub dsack: bool,
@@ -103,7 +108,9 @@ impl AckSegment {
 /// of them are the simulator's working set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packet<A = AckSegment> {
+    /// A data segment of a flow sending in the link's direction.
     Data(DataSegment),
+    /// An ACK of a flow sending the other way.
     Ack(A),
 }
 
@@ -128,6 +135,7 @@ impl AckHold for AckSegment {
 /// An ACK parked in an [`AckStore`] while this reference crosses a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckRef {
+    /// The flow the ACK belongs to.
     pub flow: FlowId,
     slot: u32,
 }
@@ -149,6 +157,7 @@ pub struct AckStore {
 }
 
 impl AckStore {
+    /// Park `ack` and return the reference that travels in its place.
     pub fn park(&mut self, ack: AckSegment) -> AckRef {
         let flow = ack.flow;
         self.len += 1;
@@ -181,12 +190,14 @@ impl AckStore {
         self.len
     }
 
+    /// Whether no ACK is parked.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 }
 
 impl<A: AckHold> Packet<A> {
+    /// The flow the packet belongs to.
     #[inline]
     pub fn flow(&self) -> FlowId {
         match self {
@@ -197,6 +208,7 @@ impl<A: AckHold> Packet<A> {
 }
 
 impl UpPacket {
+    /// Length of the IP datagram.
     pub fn ip_len(&self) -> u32 {
         match self {
             Packet::Data(d) => d.ip_len(),

@@ -23,14 +23,20 @@ pub enum Stream {
     /// A queue's own randomness (PIE's drop decisions): the downlink radio, the uplink
     /// radio of a UE, or the wired bottleneck.
     Queue {
+        /// The downlink's queue rather than the uplink's.
         downlink: bool,
+        /// The UE whose radio queue it is.
         ue: u32,
+        /// The wired bottleneck's queue rather than a radio one.
         wired: bool,
     },
     /// A random path stage of one UE (jitter, HARQ), per direction.
     Stage {
+        /// The downlink's stage rather than the uplink's.
         downlink: bool,
+        /// The UE whose path it is on.
         ue: u32,
+        /// Which stage.
         kind: StageKind,
     },
 }
@@ -38,7 +44,9 @@ pub enum Stream {
 /// Random path stages, for stream numbering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StageKind {
+    /// The in-order jitter stage.
     Jitter = 1,
+    /// The HARQ retransmission-delay stage.
     Harq = 2,
 }
 

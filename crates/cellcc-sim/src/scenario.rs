@@ -55,10 +55,13 @@ pub struct LinkConfig {
 /// One flow.
 #[derive(Debug, Clone)]
 pub struct FlowConfig {
+    /// Registered scheme name (`cubic`, `bbr`, ...).
     pub scheme: String,
     /// Scheme parameters, validated at load time.
     pub params: toml::Table,
+    /// When the flow starts, from the start of the run.
     pub start: Dur,
+    /// What the application sends: always backlogged, or a finite number of bytes.
     pub app: App,
     /// The UE (index into the cell's UEs; 0 without a cell) at this flow's end of the
     /// radio: its receiver for a downlink flow, its sender for an uplink flow.
@@ -99,10 +102,13 @@ impl Direction {
 /// One background source.
 #[derive(Debug, Clone)]
 pub struct BackgroundConfig {
+    /// The UE the source sends to or from (0 without a cell).
     pub ue: u32,
+    /// What the source sends: a UDP pattern or short TCP flows.
     pub source: BackgroundSource,
     /// Congestion control of short TCP flows.
     pub scheme: String,
+    /// Parameters of `scheme`, validated at load time.
     pub params: toml::Table,
 }
 
@@ -111,14 +117,18 @@ pub struct BackgroundConfig {
 /// propagation delay and the radio.
 #[derive(Debug, Clone)]
 pub struct WiredConfig {
+    /// Line rate of the bottleneck.
     pub rate: Bandwidth,
+    /// Queue discipline in front of it.
     pub queue: QueueSpec,
 }
 
 /// Metric settings.
 #[derive(Debug, Clone)]
 pub struct MetricsConfig {
+    /// Time-series bin width (`metrics.bin_ms`, default 500 ms).
     pub bin: Dur,
+    /// Log the downlink radio link in mm-link format.
     pub packet_log: bool,
     /// Record every ACK's arrival time and RTT sample at its sender.
     pub ack_log: bool,
@@ -127,12 +137,20 @@ pub struct MetricsConfig {
 /// A validated scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// Name for results (`name`, or the file's stem).
     pub name: String,
+    /// Length of the run.
     pub duration: Dur,
+    /// Master seed of every random stream (default 1).
     pub seed: u64,
+    /// The downlink (server → UE); with a cell, only its delay, loss, jitter and HARQ are
+    /// used.
     pub downlink: LinkConfig,
+    /// The uplink (UE → server); a 1 Gbit/s link without delay unless `[uplink]` is given.
     pub uplink: LinkConfig,
+    /// The scenario's flows, in `[[flows]]` order.
     pub flows: Vec<FlowConfig>,
+    /// A shared wired bottleneck before the radio, if any.
     pub wired: Option<WiredConfig>,
     /// A shared cell: per-UE queues and channels served by a TTI scheduler. When set,
     /// the downlink's `service` and `queue` are unused (each UE has its own).
@@ -141,8 +159,11 @@ pub struct Scenario {
     pub background: Vec<BackgroundConfig>,
     /// Cellular scheduling: uplink grants for ACKs, downlink service bursts.
     pub scheduling: Option<ResolvedScheduling>,
+    /// Metric settings (`[metrics]`).
     pub metrics: MetricsConfig,
+    /// Sender parameters of every TCP flow (`[tcp]`).
     pub sender: SenderConfig,
+    /// Receiver parameters of every TCP flow (`[tcp]`).
     pub receiver: ReceiverConfig,
 }
 

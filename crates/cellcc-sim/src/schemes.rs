@@ -30,7 +30,9 @@ use serde::Serialize;
 /// A scheme could not be built: the key (relative to the flow) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemeError {
+    /// The key, relative to the flow (`params.beta`).
     pub key: String,
+    /// What is wrong and what was expected.
     pub message: String,
 }
 
@@ -54,6 +56,7 @@ pub enum ParamDefault {
 pub struct Param {
     /// Key in the flow's `params` table.
     pub key: &'static str,
+    /// What it takes when the scenario does not set it.
     pub default: ParamDefault,
 }
 
@@ -61,7 +64,9 @@ type Builder = fn(&toml::Table, u64) -> Result<Box<dyn CongestionControl>, Schem
 
 /// A registered scheme.
 pub struct SchemeInfo {
+    /// The name scenarios use (`cubic`, `c2tcp`).
     pub name: &'static str,
+    /// One line, for listings.
     pub description: &'static str,
     /// The paper, RFC or kernel source the implementation follows.
     pub source: &'static str,

@@ -60,7 +60,9 @@ const BITS_PER_MBIT: f64 = 1e6;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {reason}")]
 pub struct TrafficConfigError {
+    /// The key path within the source's table.
     pub field: String,
+    /// What is wrong with the value.
     pub reason: String,
 }
 
@@ -148,19 +150,24 @@ pub struct CbrConfig {
 pub struct OnOffConfig {
     /// Rate while on, Mbit/s.
     pub rate_mbps: f64,
+    /// IP length of every packet (default 1500).
     #[serde(default = "default_packet_bytes")]
     pub packet_bytes: u32,
     /// On-period lengths, s (mean at least 1 µs).
     pub on_s: Distribution,
     /// Off-period lengths, s.
     pub off_s: Distribution,
+    /// First on period starts at this time, s (default 0).
     #[serde(default)]
     pub start_s: f64,
+    /// No packet at or after this time, s (default: never stops).
     #[serde(default)]
     pub stop_s: Option<f64>,
 }
 
 impl CbrConfig {
+    /// Check a positive rate, a packet of at least 1 byte and the start/stop window; the
+    /// error names the key.
     pub fn validate(&self) -> Result<(), TrafficConfigError> {
         check_rate(self.rate_mbps)?;
         check_packet(self.packet_bytes)?;
@@ -169,6 +176,8 @@ impl CbrConfig {
 }
 
 impl OnOffConfig {
+    /// Check the rate, packet size, both distributions (mean on period ≥ 1 µs) and the
+    /// start/stop window; the error names the key.
     pub fn validate(&self) -> Result<(), TrafficConfigError> {
         check_rate(self.rate_mbps)?;
         check_packet(self.packet_bytes)?;
@@ -325,8 +334,10 @@ pub struct ShortFlowsConfig {
     pub interarrival_s: Option<Distribution>,
     /// Flow sizes, application bytes.
     pub size: Distribution,
+    /// Arrivals begin here: the first is one gap after this time, s (default 0).
     #[serde(default)]
     pub start_s: f64,
+    /// No arrival at or after this time, s (default: never stops).
     #[serde(default)]
     pub stop_s: Option<f64>,
 }
@@ -387,6 +398,8 @@ impl ShortFlowsConfig {
         }
     }
 
+    /// Check that exactly one way of giving arrivals is used and every value is valid; the
+    /// error names the key.
     pub fn validate(&self) -> Result<(), TrafficConfigError> {
         self.interarrival().map(|_| ())
     }
@@ -395,7 +408,9 @@ impl ShortFlowsConfig {
 /// One short flow: when it starts and how many application bytes it carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShortFlow {
+    /// When the flow starts.
     pub start: Time,
+    /// Application bytes it carries.
     pub bytes: u64,
 }
 
@@ -412,6 +427,7 @@ pub struct ShortFlowArrivals {
 }
 
 impl ShortFlowArrivals {
+    /// The arrivals of `config`, drawing gaps and sizes from `rng`.
     pub fn new(config: &ShortFlowsConfig, rng: ChaCha8Rng) -> Result<Self, TrafficConfigError> {
         let gaps = config.interarrival()?;
         let (start, stop) = check_window(config.start_s, config.stop_s)?;
@@ -460,13 +476,17 @@ impl Iterator for ShortFlowArrivals {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BackgroundSource {
+    /// UDP at a constant bit rate.
     Cbr(CbrConfig),
+    /// UDP switching between a constant bit rate and silence.
     #[serde(rename = "onoff")]
     OnOff(OnOffConfig),
+    /// Short TCP flows with random arrivals and sizes.
     ShortFlows(ShortFlowsConfig),
 }
 
 impl BackgroundSource {
+    /// Check the source's parameters; the error names the key within its table.
     pub fn validate(&self) -> Result<(), TrafficConfigError> {
         match self {
             BackgroundSource::Cbr(c) => c.validate(),

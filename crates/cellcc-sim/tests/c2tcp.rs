@@ -2,8 +2,9 @@
 //! numbers it measured; rerun them with
 //! `cargo test --release --locked -p cellcc-sim --test c2tcp -- --nocapture`.
 //!
-//! Tests that need `../shared/traces/mahimahi` skip when it is absent. Set
-//! `CELLCC_TEST_PLOTS=DIR` to also write each run's time series into DIR.
+//! Tests that need `../shared/traces/mahimahi` skip when it is absent (and fail under
+//! `CELLCC_REQUIRE_TRACES=1`, see `common`). Set `CELLCC_TEST_PLOTS=DIR` to also write
+//! each run's time series into DIR.
 
 mod common;
 use common::{simulate, traces_dir};

@@ -15,7 +15,8 @@
 //!   César's phase every 100 ms.
 //!
 //! Tests that need `../shared/traces/mahimahi` skip when it is absent (the
-//! trace-driven parts of a test are skipped, the rest runs). Set
+//! trace-driven parts of a test are skipped, the rest runs; under
+//! `CELLCC_REQUIRE_TRACES=1` an absent set fails instead, see `common`). Set
 //! `CELLCC_TEST_PLOTS=DIR` to also write each simulator run's time series into DIR.
 
 mod common;

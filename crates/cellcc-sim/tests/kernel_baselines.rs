@@ -3,8 +3,9 @@
 //! the numbers it measured; rerun them with
 //! `cargo test --release --locked -p cellcc-sim --test kernel_baselines -- --nocapture`.
 //!
-//! The trace smoke test skips when `../shared/traces/mahimahi` is absent. Set
-//! `CELLCC_TEST_PLOTS=DIR` to also write each run's time series into DIR.
+//! The trace smoke test skips when `../shared/traces/mahimahi` is absent (and fails under
+//! `CELLCC_REQUIRE_TRACES=1`, see `common`). Set `CELLCC_TEST_PLOTS=DIR` to also write
+//! each run's time series into DIR.
 
 mod common;
 use common::{down_traces, simulate};

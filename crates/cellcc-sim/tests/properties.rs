@@ -50,12 +50,12 @@ fn load(s: &Spec) -> (Scenario, Option<tempdir::Dir>) {
 
 /// A throwaway directory holding one generated trace.
 mod tempdir {
-    pub struct Dir {
+    pub(crate) struct Dir {
         path: std::path::PathBuf,
         pub trace: String,
     }
     impl Dir {
-        pub fn with_trace(ts: &[u32]) -> Dir {
+        pub(crate) fn with_trace(ts: &[u32]) -> Dir {
             use std::sync::atomic::{AtomicU64, Ordering};
             static N: AtomicU64 = AtomicU64::new(0);
             let path = std::env::temp_dir().join(format!(

@@ -6,7 +6,8 @@
 //! Rerun with the numbers printed:
 //! `cargo test --release --locked -p cellcc-sim --test proprate -- --nocapture`.
 //! Set `CELLCC_TEST_PLOTS=DIR` to also write each run's time series as JSON into DIR.
-//! Tests that need `../shared/traces` skip (with a message) when it is absent.
+//! Tests that need `../shared/traces` skip (with a message) when it is absent, and fail
+//! under `CELLCC_REQUIRE_TRACES=1` (see `common`).
 
 mod common;
 use common::{simulate, traces_dir};

@@ -3,6 +3,9 @@
 //! Set `CELLCC_TEST_PLOTS=DIR` to also write each run's time series as JSON columns into
 //! DIR, so a failing test is one step away from a picture (`pandas.read_json` + plot).
 
+mod common;
+use common::shared_trace;
+
 use std::path::PathBuf;
 
 use cellcc_sim::{run, Scenario, SimOutput};
@@ -89,20 +92,6 @@ fn bbr_keeps_queueing_delay_low_at_high_utilisation() {
         p95 < 2.0 * min_rtt,
         "p95 queueing delay {p95} ms vs min RTT {min_rtt} ms"
     );
-}
-
-fn shared_trace(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/traces/mahimahi"
-    ))
-    .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not found", p.display());
-        None
-    }
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::ops::{Add, AddAssign, Div, Mul, Sub, SubAssign};
 
-/// Nanoseconds per unit, for readable constructors.
+/// Nanoseconds per microsecond.
 pub const NS_PER_US: u64 = 1_000;
 /// Nanoseconds per millisecond.
 pub const NS_PER_MS: u64 = 1_000_000;
@@ -33,18 +33,23 @@ impl Time {
     /// Later than any event; used for "never".
     pub const MAX: Time = Time(u64::MAX);
 
+    /// An instant `ns` nanoseconds after the start.
     pub const fn from_ns(ns: u64) -> Self {
         Time(ns)
     }
+    /// An instant `us` microseconds after the start.
     pub const fn from_us(us: u64) -> Self {
         Time(us * NS_PER_US)
     }
+    /// An instant `ms` milliseconds after the start.
     pub const fn from_ms(ms: u64) -> Self {
         Time(ms * NS_PER_MS)
     }
+    /// An instant `s` seconds after the start.
     pub const fn from_secs(s: u64) -> Self {
         Time(s * NS_PER_S)
     }
+    /// Nanoseconds since the start.
     pub const fn as_ns(self) -> u64 {
         self.0
     }
@@ -64,6 +69,7 @@ impl Time {
     pub fn saturating_since(self, earlier: Time) -> Dur {
         Dur(self.0.saturating_sub(earlier.0))
     }
+    /// `self + d`, or `None` if that overflows `u64` nanoseconds.
     pub fn checked_add(self, d: Dur) -> Option<Time> {
         self.0.checked_add(d.0).map(Time)
     }
@@ -74,18 +80,24 @@ impl Time {
 }
 
 impl Dur {
+    /// No time at all.
     pub const ZERO: Dur = Dur(0);
+    /// The longest representable span; used for "never" (e.g. a zero rate's transmit time).
     pub const MAX: Dur = Dur(u64::MAX);
 
+    /// A span of `ns` nanoseconds.
     pub const fn from_ns(ns: u64) -> Self {
         Dur(ns)
     }
+    /// A span of `us` microseconds.
     pub const fn from_us(us: u64) -> Self {
         Dur(us * NS_PER_US)
     }
+    /// A span of `ms` milliseconds.
     pub const fn from_ms(ms: u64) -> Self {
         Dur(ms * NS_PER_MS)
     }
+    /// A span of `s` seconds.
     pub const fn from_secs(s: u64) -> Self {
         Dur(s * NS_PER_S)
     }
@@ -93,24 +105,31 @@ impl Dur {
     pub fn from_secs_f64(s: f64) -> Self {
         Dur((s * NS_PER_S as f64).round().max(0.0) as u64)
     }
+    /// The span in nanoseconds.
     pub const fn as_ns(self) -> u64 {
         self.0
     }
+    /// Whole microseconds (floor).
     pub const fn as_us(self) -> u64 {
         self.0 / NS_PER_US
     }
+    /// Whole milliseconds (floor).
     pub const fn as_ms(self) -> u64 {
         self.0 / NS_PER_MS
     }
+    /// Seconds as a float, for reporting and rate arithmetic outside the event loop.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / NS_PER_S as f64
     }
+    /// Milliseconds as a float, for reporting and formulas stated in ms.
     pub fn as_ms_f64(self) -> f64 {
         self.0 as f64 / NS_PER_MS as f64
     }
+    /// Whether the span is zero.
     pub const fn is_zero(self) -> bool {
         self.0 == 0
     }
+    /// `self - other`, or zero if `other` is longer (never negative).
     pub fn saturating_sub(self, other: Dur) -> Dur {
         Dur(self.0.saturating_sub(other.0))
     }
@@ -219,27 +238,34 @@ impl fmt::Display for Dur {
     serde::Deserialize,
 )]
 pub struct Bandwidth {
+    /// The rate in bits per second.
     pub bits_per_sec: u64,
 }
 
 impl Bandwidth {
+    /// No throughput.
     pub const ZERO: Bandwidth = Bandwidth { bits_per_sec: 0 };
+    /// A rate of `bits_per_sec` bits per second.
     pub const fn from_bps(bits_per_sec: u64) -> Self {
         Bandwidth { bits_per_sec }
     }
+    /// A rate of `bytes` bytes per second.
     pub const fn from_bytes_per_sec(bytes: u64) -> Self {
         Bandwidth {
             bits_per_sec: bytes * 8,
         }
     }
+    /// A rate of `mbps` megabits (10^6 bits) per second, rounded to the nearest bit/s.
     pub fn from_mbps(mbps: f64) -> Self {
         Bandwidth {
             bits_per_sec: (mbps * 1e6).round() as u64,
         }
     }
+    /// Bytes per second (floor).
     pub const fn bytes_per_sec(self) -> u64 {
         self.bits_per_sec / 8
     }
+    /// Megabits (10^6 bits) per second, for reporting.
     pub fn as_mbps(self) -> f64 {
         self.bits_per_sec as f64 / 1e6
     }

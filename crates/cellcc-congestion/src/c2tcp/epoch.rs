@@ -16,7 +16,7 @@ const UPDATE_INTERVAL_DIVISOR: u64 = 32;
 
 /// The fields of CUBIC's state that decide when an epoch starts.
 #[derive(Clone, Debug, Default)]
-pub struct CubicEpoch {
+pub(super) struct CubicEpoch {
     /// `epoch_start`, jiffies; `None` between a reduction and the next growth.
     epoch_start: Option<u64>,
     /// `last_cwnd`: cwnd at the last full recomputation.
@@ -27,24 +27,24 @@ pub struct CubicEpoch {
 
 impl CubicEpoch {
     /// `bictcp_reset` (on `init` and on an RTO).
-    pub fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         *self = CubicEpoch::default();
     }
 
     /// `cubictcp_recalc_ssthresh`: the epoch ends.
-    pub fn on_ssthresh(&mut self) {
+    pub(super) fn on_ssthresh(&mut self) {
         self.epoch_start = None;
     }
 
     /// `cubictcp_state`.
-    pub fn on_set_state(&mut self, new_state: CaState) {
+    pub(super) fn on_set_state(&mut self, new_state: CaState) {
         if new_state == CaState::Loss {
             self.reset();
         }
     }
 
     /// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: shift the epoch by the idle time.
-    pub fn on_cwnd_event(&mut self, sock: &Sock, event: CaEvent) {
+    pub(super) fn on_cwnd_event(&mut self, sock: &Sock, event: CaEvent) {
         if event != CaEvent::TxStart {
             return;
         }
@@ -61,7 +61,7 @@ impl CubicEpoch {
 
     /// `cubictcp_cong_avoid` up to the point where `bictcp_update` may open an epoch.
     /// Call with the socket as CUBIC will see it, before CUBIC's own `cong_avoid`.
-    pub fn on_cong_avoid(&mut self, sock: &Sock, acked: u32) {
+    pub(super) fn on_cong_avoid(&mut self, sock: &Sock, acked: u32) {
         if !sock.is_cwnd_limited() {
             return;
         }
@@ -92,14 +92,14 @@ impl CubicEpoch {
 
     /// Whether CUBIC's `pkts_acked` returns early now: less than 1 s (HZ jiffies) since
     /// the epoch started.
-    pub fn in_blackout(&self, sock: &Sock) -> bool {
+    pub(super) fn in_blackout(&self, sock: &Sock) -> bool {
         self.epoch_start
             .is_some_and(|start| sock.jiffies().saturating_sub(start) < u64::from(sock.hz))
     }
 
     /// The jiffy the current epoch started, if one is running.
     #[cfg(test)]
-    pub fn epoch_start(&self) -> Option<u64> {
+    pub(super) fn epoch_start(&self) -> Option<u64> {
         self.epoch_start
     }
 }

@@ -68,7 +68,7 @@
 //!    `Setpoint_ms >= rtt_ms` (inclusive), so sub-ms RTTs always count as Good. For v1
 //!    (IFIP) the same flooring and comparison are assumed (spec §1.5 lists no change).
 //! 2. With base CUBIC, C2TCP does not run at all for 1 s (HZ jiffies) after every CUBIC
-//!    epoch start ([`epoch`]): no increase, no back-off, no MINRTT or Tuner samples.
+//!    epoch start (`epoch`): no increase, no back-off, no MINRTT or Tuner samples.
 //!    NewReno has no epochs, so the gate does not apply to it (no reference exists).
 //! 3. The increase goes per ACK through the shared `snd_cwnd_cnt` ([`enforcer`]).
 //! 4. Back-off spacing uses CoDel's Newton step for 1/√N ([`detector`]).

@@ -141,7 +141,7 @@ pub(super) struct Gains {
 impl Gains {
     /// Round each gain to the nearest 2^-32. Out-of-range values are clamped so that a
     /// config that skipped [`CesarConfig::validate`] still cannot overflow.
-    pub fn from_config(c: &CesarConfig) -> Self {
+    pub(super) fn from_config(c: &CesarConfig) -> Self {
         let q = |v: f64, lo: f64, hi: f64| {
             let v = if v.is_finite() { v.clamp(lo, hi) } else { lo };
             (v * GAIN_ONE as f64).round() as u64

@@ -146,8 +146,11 @@ enum State {
 /// Which state César is in (for reports and tests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// No decision yet, or a pattern waiting for BBR's full pipe: BBR drives.
     Probe,
+    /// A cellular pattern was found: César's step-wise control drives.
     Steady,
+    /// No pattern: BBR drives.
     Bbr,
 }
 

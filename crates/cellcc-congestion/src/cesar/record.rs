@@ -43,7 +43,7 @@ pub(super) struct Record {
 
 impl Record {
     /// Count one decision taken at `now`.
-    pub fn on_decision(&mut self, d: Decision, now: Time) {
+    pub(super) fn on_decision(&mut self, d: Decision, now: Time) {
         self.first_decision_at.get_or_insert(now);
         match d {
             Decision::Pattern(su) => {
@@ -60,13 +60,13 @@ impl Record {
     }
 
     /// César entered STEADY.
-    pub fn on_steady_entry(&mut self) {
+    pub(super) fn on_steady_entry(&mut self) {
         self.steady_entries += 1;
     }
 
     /// An ACK at `now`, after which César is in `phase`: charge the time since the
     /// previous ACK to the state it left César in.
-    pub fn on_ack(&mut self, now: Time, phase: Phase) {
+    pub(super) fn on_ack(&mut self, now: Time, phase: Phase) {
         if let Some((prev, prev_phase)) = self.last_ack {
             let dt = now.saturating_since(prev);
             let slot = match prev_phase {
@@ -82,7 +82,7 @@ impl Record {
     /// Named values for [`crate::CongestionControl::info`]; `su` is the SU in use,
     /// `estimating` whether it comes from decisions (not `fixed_su_ms`). `su_ms` is NaN
     /// while estimating until a decision finds a pattern.
-    pub fn values(&self, su: Dur, estimating: bool) -> Vec<(&'static str, f64)> {
+    pub(super) fn values(&self, su: Dur, estimating: bool) -> Vec<(&'static str, f64)> {
         let ms = |d: Dur| d.as_ns() as f64 / NS_PER_MS;
         let s = |d: Dur| d.as_ns() as f64 / NS_PER_S;
         // Until a decision finds a pattern an estimating César has no SU of its own (it

@@ -114,7 +114,7 @@ pub(super) struct ClosedSet {
 
 impl ClosedSet {
     /// BW_set of this set.
-    pub fn bw_set(&self) -> Option<u64> {
+    pub(super) fn bw_set(&self) -> Option<u64> {
         bw_set(self.delivered, self.duration?)
     }
 }
@@ -128,7 +128,7 @@ pub(super) enum SetTracker {
 
 impl SetTracker {
     /// Classify one ACK; returns the set it closed, if any.
-    pub fn on_ack(&mut self, obs: &AckObs, su: Dur) -> Option<ClosedSet> {
+    pub(super) fn on_ack(&mut self, obs: &AckObs, su: Dur) -> Option<ClosedSet> {
         match self {
             SetTracker::Paper(s) => s.on_ack(obs, su),
             SetTracker::Module(s) => s.on_ack(obs, su),

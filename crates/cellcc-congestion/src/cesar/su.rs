@@ -115,7 +115,7 @@ pub(super) struct SuEstimator {
 }
 
 impl SuEstimator {
-    pub fn new(rule: Rule, period: u32) -> Self {
+    pub(super) fn new(rule: Rule, period: u32) -> Self {
         SuEstimator {
             rule,
             period: period.max(1),
@@ -128,13 +128,13 @@ impl SuEstimator {
 
     /// An ACK with an RTT sample arrived at `now`; returns a decision every `period`
     /// counted gaps.
-    pub fn on_ack(&mut self, now: Time) -> Option<Decision> {
+    pub(super) fn on_ack(&mut self, now: Time) -> Option<Decision> {
         let prev = self.prev_ack.replace(now)?;
         self.on_gap(now.saturating_since(prev))
     }
 
     /// Count one gap; gaps of 20 ms or more are not counted.
-    pub fn on_gap(&mut self, gap: Dur) -> Option<Decision> {
+    pub(super) fn on_gap(&mut self, gap: Dur) -> Option<Decision> {
         let bin = (gap.as_ns() / BIN.as_ns()) as usize;
         if bin >= BINS {
             return None;

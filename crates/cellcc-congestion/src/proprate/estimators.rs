@@ -128,7 +128,7 @@ impl TimestampWindow {
 /// ρ on purpose); like an application-limited sample in BBR, it may raise ρ but not
 /// lower it.
 #[derive(Clone, Debug)]
-pub struct ReceiveRate {
+pub(super) struct ReceiveRate {
     window: TimestampWindow,
     /// Weight of each new sample.
     gain: f64,
@@ -137,7 +137,7 @@ pub struct ReceiveRate {
 }
 
 impl ReceiveRate {
-    pub fn new(window: TimestampWindow, gain: f64) -> Self {
+    pub(super) fn new(window: TimestampWindow, gain: f64) -> Self {
         ReceiveRate {
             window,
             gain,
@@ -146,17 +146,17 @@ impl ReceiveRate {
     }
 
     /// The estimate, bytes per second.
-    pub fn rho(&self) -> Option<u64> {
+    pub(super) fn rho(&self) -> Option<u64> {
         self.rho
     }
 
     /// Replace the estimate (Slow Start measured the first one).
-    pub fn set(&mut self, rho: u64) {
+    pub(super) fn set(&mut self, rho: u64) {
         self.rho = Some(rho);
     }
 
     /// Fold one sample into the EWMA (a Monitor burst's estimate).
-    pub fn fold(&mut self, sample: u64) {
+    pub(super) fn fold(&mut self, sample: u64) {
         // PropRate §4.2: ρ is an EWMA of the instantaneous throughput.
         self.rho = Some(match self.rho {
             None => sample,
@@ -166,7 +166,7 @@ impl ReceiveRate {
 
     /// Start the window afresh: sending paused, so the next timestamps would include the
     /// pause.
-    pub fn clear_window(&mut self) {
+    pub(super) fn clear_window(&mut self) {
         self.window.clear();
     }
 
@@ -175,7 +175,7 @@ impl ReceiveRate {
     /// one sample, folded into ρ unless the flow was application-limited (the receiver
     /// then measures the application) or the window saw the buffer empty and the sample
     /// is below ρ.
-    pub fn on_ack(
+    pub(super) fn on_ack(
         &mut self,
         tick: u32,
         delivered: u64,
@@ -200,7 +200,7 @@ impl ReceiveRate {
 
     /// The window.
     #[cfg(test)]
-    pub fn window(&self) -> &TimestampWindow {
+    pub(super) fn window(&self) -> &TimestampWindow {
         &self.window
     }
 }
@@ -210,7 +210,7 @@ const RD_BIAS: i64 = 1 << 31;
 
 /// The buffer-delay estimate (§4.1, Fig. 6(a)): t_buff = RD − RD_min.
 #[derive(Clone, Debug)]
-pub struct OneWayDelay {
+pub(super) struct OneWayDelay {
     /// Windowed minimum of RD + [`RD_BIAS`], in ticks; time in ms.
     rd_min: Minmax,
     /// RD_min window, ms.
@@ -220,7 +220,7 @@ pub struct OneWayDelay {
 }
 
 impl OneWayDelay {
-    pub fn new(window: Dur) -> Self {
+    pub(super) fn new(window: Dur) -> Self {
         OneWayDelay {
             rd_min: Minmax::new_min_empty(),
             window_ms: u32::try_from(window.as_ms().max(1)).unwrap_or(u32::MAX),
@@ -230,7 +230,7 @@ impl OneWayDelay {
 
     /// A relative one-way delay `rd` (receiver tick minus sender tick, wrapping) measured
     /// at `now`; returns t_buff.
-    pub fn on_sample(&mut self, now: Time, rd: i32, granularity: Dur) -> Dur {
+    pub(super) fn on_sample(&mut self, now: Time, rd: i32, granularity: Dur) -> Dur {
         let biased = (i64::from(rd) + RD_BIAS) as u32;
         // The filter's clock is ms; its 32-bit wrap (49 days) is handled by the filter.
         let min = self
@@ -242,12 +242,12 @@ impl OneWayDelay {
     }
 
     /// The last buffer-delay estimate.
-    pub fn last(&self) -> Option<Dur> {
+    pub(super) fn last(&self) -> Option<Dur> {
         self.last
     }
 
     /// RD_min in ticks, if any sample was taken.
-    pub fn rd_min(&self) -> Option<i64> {
+    pub(super) fn rd_min(&self) -> Option<i64> {
         let v = self.rd_min.get();
         (v != u32::MAX).then(|| i64::from(v) - RD_BIAS)
     }

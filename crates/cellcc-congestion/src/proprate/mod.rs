@@ -40,7 +40,7 @@
 //!
 //! # Differences from the paper
 //!
-//! Every item the paper leaves open (the **[choice]** items of the algorithm notes) is
+//! Every item the paper leaves open (the **\[choice\]** items of the algorithm notes) is
 //! decided here:
 //!
 //! 1. **L_max** is not given for the paper's runs; default 120 ms, which puts PR(M)
@@ -230,10 +230,12 @@ impl PropRate {
         }
     }
 
+    /// The parameters in use.
     pub fn config(&self) -> &PropRateConfig {
         &self.config
     }
 
+    /// The current state (Slow Start, Buffer Fill, Buffer Drain or Monitor).
     pub fn state(&self) -> &State {
         &self.state
     }

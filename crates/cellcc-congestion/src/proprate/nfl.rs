@@ -22,18 +22,18 @@ use cellcc_units::Dur;
 
 /// Lowest threshold, 1 ms: one tick of a Linux timestamp clock; T = 0 would never leave
 /// Drain (t_buff < 0 is impossible).
-pub const T_MIN: Dur = Dur::from_ms(1);
+pub(super) const T_MIN: Dur = Dur::from_ms(1);
 /// Highest threshold, as a multiple of t̄_buff: bounds the integrator when the target
 /// cannot be reached (a buffer too small, or a link that empties it anyway), so that T
 /// does not wind up and overshoot once conditions change.
-pub const T_MAX_FACTOR: u64 = 4;
+pub(super) const T_MAX_FACTOR: u64 = 4;
 /// Weight of a new sample in t_actual (Eq. 9).
 const EWMA_SHIFT: u32 = 3;
 
 /// Which state the controller is in when a window closes; the loop moves T only in
 /// Buffer Fill (down) and Buffer Drain (up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
+pub(super) enum Side {
     Fill,
     Drain,
     Other,
@@ -41,7 +41,7 @@ pub enum Side {
 
 /// State of the loop.
 #[derive(Clone, Debug, Default)]
-pub struct Nfl {
+pub(super) struct Nfl {
     /// EWMA of the window means, Eq. 9; `None` before the first window closes.
     t_actual: Option<Dur>,
     /// `sock.delivered` when the current window started.
@@ -53,14 +53,19 @@ pub struct Nfl {
 
 impl Nfl {
     /// The achieved buffer delay t_actual.
-    pub fn t_actual(&self) -> Option<Dur> {
+    pub(super) fn t_actual(&self) -> Option<Dur> {
         self.t_actual
     }
 
     /// One t_buff sample at delivered count `delivered`. When `bdp_packets` packets have
     /// been delivered since the window started, the window closes: returns the new
     /// t_actual.
-    pub fn on_sample(&mut self, t_buff: Dur, delivered: u64, bdp_packets: u64) -> Option<Dur> {
+    pub(super) fn on_sample(
+        &mut self,
+        t_buff: Dur,
+        delivered: u64,
+        bdp_packets: u64,
+    ) -> Option<Dur> {
         let start = *self.window_start.get_or_insert(delivered);
         self.sum_ns += u128::from(t_buff.as_ns());
         self.count += 1;
@@ -85,7 +90,7 @@ impl Nfl {
 
 /// The size of one adjustment: log(|t_actual − t̄_buff|) with the difference in ms, as a
 /// duration in ms; zero for differences up to 1 ms (PropRate §3.2).
-pub fn log_step(diff: Dur) -> Dur {
+pub(super) fn log_step(diff: Dur) -> Dur {
     let ms = diff.as_ms_f64();
     if ms <= 1.0 {
         return Dur::ZERO;
@@ -95,7 +100,7 @@ pub fn log_step(diff: Dur) -> Dur {
 
 /// PropRate §3.2: the new threshold after a window closed with `t_actual`, for target
 /// `t_target`, while in `side`.
-pub fn adjust(t: Dur, t_actual: Dur, t_target: Dur, side: Side) -> Dur {
+pub(super) fn adjust(t: Dur, t_actual: Dur, t_target: Dur, side: Side) -> Dur {
     let t = match side {
         Side::Fill if t_actual > t_target => t.saturating_sub(log_step(t_actual - t_target)),
         Side::Drain if t_actual < t_target => t + log_step(t_target - t_actual),

@@ -27,9 +27,9 @@ use cellcc_units::Dur;
 
 /// Smallest k_f used: Fill must outpace the receive rate (§4 "k_f > 1"); 1 % keeps the
 /// buffer growing when the NFL has pushed T to its floor.
-pub const K_F_MIN: f64 = 1.01;
+pub(super) const K_F_MIN: f64 = 1.01;
 /// Largest k_d used: Drain must send slower than the receive rate (§4 "k_d < 1").
-pub const K_D_MAX: f64 = 0.99;
+pub(super) const K_D_MAX: f64 = 0.99;
 
 /// Which waveform of the buffer delay PropRate aims for (§3, Fig. 1 and 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +97,7 @@ pub fn eq8(t: Dur, rtt: Dur, l_max: Dur) -> Eq8 {
 /// The gains in use, after clamping.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gains {
+    /// The buffer-delay waveform the gains are for (Eq. 6).
     pub regime: Regime,
     /// Utilisation the waveform aims for (1 in the buffer-full regime).
     pub u: f64,

@@ -30,6 +30,7 @@ pub struct SendMark {
 }
 
 impl SendMark {
+    /// A mark at the socket's current delivered, lost and in-flight counts.
     pub fn new(sock: &Sock) -> Self {
         SendMark {
             delivered: sock.delivered,
@@ -56,12 +57,14 @@ impl SendMark {
 /// A burst of `len` packets sent back to back, with the receiver timestamps of its ACKs.
 #[derive(Clone, Debug)]
 pub struct Burst {
+    /// Packets in the burst.
     pub len: u32,
     mark: SendMark,
     window: TimestampWindow,
 }
 
 impl Burst {
+    /// A burst of `len` packets starting now, collecting receiver timestamps in `window`.
     pub fn new(len: u32, sock: &Sock, window: TimestampWindow) -> Self {
         Burst {
             len,

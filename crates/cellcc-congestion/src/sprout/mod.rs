@@ -96,6 +96,7 @@ pub struct Sprout {
 }
 
 impl Sprout {
+    /// A sender with these parameters (already validated).
     pub fn new(cfg: SproutConfig) -> Self {
         debug_assert!(cfg.validate().is_ok(), "validated by the caller");
         Sprout {

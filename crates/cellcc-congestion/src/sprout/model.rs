@@ -61,7 +61,7 @@ pub(crate) struct Grid {
 }
 
 impl Grid {
-    pub fn new(cfg: &SproutConfig) -> Self {
+    pub(super) fn new(cfg: &SproutConfig) -> Self {
         let n = cfg.bins as usize;
         let delta = cfg.max_rate_pps / (n - 1) as f64;
         let rates = (0..n).map(|i| i as f64 * delta).collect();
@@ -97,7 +97,7 @@ impl Grid {
     }
 
     /// Half-width K of the kernel, grid points.
-    pub fn reach(&self) -> usize {
+    pub(super) fn reach(&self) -> usize {
         self.kernel.len() / 2
     }
 
@@ -107,7 +107,7 @@ impl Grid {
     /// and otherwise spreads from 0 like any other; the reference instead multiplies
     /// the staying mass by the kernel's centre cell, which lets most of it leak out in a
     /// tick. Mass pushed off the grid is lost (the caller normalises).
-    pub fn evolve(&self, p: &[f64], out: &mut Vec<f64>) {
+    pub(super) fn evolve(&self, p: &[f64], out: &mut Vec<f64>) {
         let n = p.len();
         let k = self.reach();
         out.clear();
@@ -130,7 +130,7 @@ impl Grid {
     }
 
     /// Poisson probability of `count` arrivals in a tick at grid point `i`.
-    pub fn poisson(&self, i: usize, count: usize) -> f64 {
+    pub(super) fn poisson(&self, i: usize, count: usize) -> f64 {
         let mu = self.rates[i] * self.tau;
         if mu == 0.0 {
             return if count == 0 { 1.0 } else { 0.0 };
@@ -209,7 +209,7 @@ impl SparseCdf {
         SparseCdf { lo: lo as u32, cdf }
     }
 
-    pub fn at(&self, count: u32) -> f64 {
+    pub(super) fn at(&self, count: u32) -> f64 {
         if count < self.lo {
             return 0.0;
         }
@@ -243,7 +243,7 @@ impl ForecastTables {
     /// distribution is the Poisson mixture over the component's current rate
     /// distribution (counts `0..limit`), convolved into the running total; then the
     /// component evolves one tick.
-    pub fn new(cfg: &SproutConfig, grid: &Grid) -> Self {
+    pub(super) fn new(cfg: &SproutConfig, grid: &Grid) -> Self {
         let n = grid.rates.len();
         let h_max = cfg.forecast_ticks as usize;
         let limit = cfg.tick_count_limit() as usize;
@@ -300,7 +300,7 @@ impl ForecastTables {
     /// The lower `quantile` of cumulative arrivals over `h` ticks for the distribution
     /// `p` (reference `lower_quantile`: the smallest count whose CDF reaches it; the
     /// largest resolvable count if the truncated CDF never does).
-    pub fn lower_quantile(&self, p: &[f64], h: usize, quantile: f64) -> u32 {
+    pub(super) fn lower_quantile(&self, p: &[f64], h: usize, quantile: f64) -> u32 {
         let table = &self.cdf[h - 1];
         let support: Vec<(usize, f64)> = p
             .iter()

@@ -36,6 +36,7 @@ pub struct SproutReceiver {
 }
 
 impl SproutReceiver {
+    /// A receiver starting from a flat distribution over the rate grid of `cfg`.
     pub fn new(cfg: &SproutConfig) -> Self {
         let model = super::model::shared_model(cfg);
         let n = model.0.rates.len();

@@ -131,6 +131,7 @@ pub struct Verus {
 }
 
 impl Verus {
+    /// A sender with these parameters (already validated).
     pub fn new(cfg: VerusConfig) -> Self {
         debug_assert!(cfg.validate().is_ok(), "validated by the caller");
         let ms = |v: f64| Dur::from_ns((v * 1e6).round() as u64);

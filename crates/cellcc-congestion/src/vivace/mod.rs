@@ -53,12 +53,12 @@
 //! * RTT gradient: least-squares slope of the MI's per-packet RTTs over packet number,
 //!   divided by the packet spacing at the MI's rate, i.e. dRTT/d(send time) [ibid.,
 //!   `ComputeRttGradient`]. It counts only if (a) it exceeds the MI's "regression error"
-//!   [`DetermineToleranceGeneral`], or (b) the slope of the mean RTTs of the last 6 MIs
+//!   \[`DetermineToleranceGeneral`\], or (b) the slope of the mean RTTs of the last 6 MIs
 //!   leaves its running mean ± 2 running deviations (EWMA weight 0.1) upwards
 //!   [`ProcessRttTrend`, `DetermineToleranceInflation`: `kRttHistoryLen` = 6,
 //!   `kAlpha` = 0.1, `kInflationToleranceGain*` = 2, reset when the trend falls below
 //!   1/100 (`kBeta`) of its smallest magnitude]; negative gradients count as 0, and in
-//!   slow start so does a rise below 1 ms over the MI [`CalculateUtilityProportional`].
+//!   slow start so does a rise below 1 ms over the MI \[`CalculateUtilityProportional`\].
 //!   There is no fixed 0.01 tolerance in the reference.
 //! * MIs [`pcc_sender.cpp` `CreateNewInterval`, `pcc_monitor_interval_queue.cpp`]: a
 //!   useful MI lasts at least min RTT (`monitor_duration_ = min_rtt_ * 1.0`) and until
@@ -84,7 +84,7 @@
 //!   is at least 0.5 Mbit/s (`kMinRateChange`), r at least 0.5 Mbit/s (`kMinSendingRate`).
 //! * Decision made ends at the first MI whose utility moved against the direction; r then
 //!   steps back by one (m = 1) step computed from that MI and probing restarts.
-//! * Slow start [`pcc_sender.cpp`]: r₀ = 10 packets per 100 ms (`kInitialRtt`), scaled by
+//! * Slow start \[`pcc_sender.cpp`\]: r₀ = 10 packets per 100 ms (`kInitialRtt`), scaled by
 //!   100 ms / RTT at the first RTT sample when that is shorter; exit halves r. The
 //!   RTT-inflation early exit is disabled in the reference (tolerance 100).
 //!
@@ -145,7 +145,7 @@ mod config;
 pub use config::VivaceConfig;
 
 /// NSDI'18 Eq. 1: u = x^t − b·x·dRTT/dt − c·x·L, x in Mbit/s. `rtt_gradient` is the
-/// gradient after the filters (see [`Vivace::filtered_gradient`]).
+/// gradient after the filters (see `Vivace::filtered_gradient`).
 pub fn utility(x_mbps: f64, rtt_gradient: f64, loss: f64, cfg: &VivaceConfig) -> f64 {
     x_mbps.powf(cfg.exponent)
         - cfg.latency_coeff * x_mbps * rtt_gradient
@@ -175,23 +175,34 @@ pub fn step(r_mbps: f64, gamma: f64, m: f64, k: u32, cfg: &VivaceConfig) -> (f64
 mod monitor;
 use monitor::{Mi, Regression, Trend};
 
-/// Vivace's phase; every change goes through [`Vivace::transition`].
+/// Vivace's phase; every change goes through `Vivace::transition`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Phase {
-    /// Rate doubles after every improving MI; `last` = the last MI's utility.
-    SlowStart { last: f64 },
-    /// A probing round: the offsets (±ε) of the useful MIs still to send.
-    Probing { plan: VecDeque<f64>, rounds: u32 },
-    /// Stepping in `direction` (±1); `rounds` consecutive steps; `last` = (target rate
-    /// in Mbit/s, utility) of the MI the next one is compared with.
-    DecisionMade {
-        direction: f64,
+    /// Rate doubles after every improving MI.
+    SlowStart {
+        /// The last MI's utility.
+        last: f64,
+    },
+    /// A probing round.
+    Probing {
+        /// The offsets (±ε) of the useful MIs still to send, in sending order.
+        plan: VecDeque<f64>,
+        /// Consecutive probing rounds without a decision, this one included (from 1).
         rounds: u32,
+    },
+    /// Stepping in one direction after a probing decision.
+    DecisionMade {
+        /// +1 to increase the rate, −1 to decrease it.
+        direction: f64,
+        /// Consecutive steps taken in `direction` (the amplifier's n of the last one).
+        rounds: u32,
+        /// (Target rate in Mbit/s, utility) of the MI the next one is compared with.
         last: (f64, f64),
     },
 }
 
 impl Phase {
+    /// Label used in time series and by [`CongestionControl::phase`].
     pub fn name(&self) -> &'static str {
         match self {
             Phase::SlowStart { .. } => "slow_start",
@@ -264,6 +275,7 @@ fn votes_increase(a: (f64, f64), b: (f64, f64)) -> bool {
 }
 
 impl Vivace {
+    /// A controller in slow start; `init` sets the first base rate.
     pub fn new(config: VivaceConfig) -> Self {
         Vivace {
             phase: Phase::SlowStart { last: 0.0 },
@@ -278,6 +290,7 @@ impl Vivace {
         }
     }
 
+    /// The current phase.
     pub fn phase_state(&self) -> &Phase {
         &self.phase
     }

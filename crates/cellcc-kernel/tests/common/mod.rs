@@ -22,23 +22,23 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_cellcc-kernel");
-pub const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
-pub const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-pub const PIDFILE: &str = "/run/cellcc/kernel.pid";
-pub const PIN_DIR: &str = "/sys/fs/bpf/cellcc";
-pub const C2TCP: &str = "cellcc_c2tcp";
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_cellcc-kernel");
+pub(crate) const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+pub(crate) const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+pub(crate) const PIDFILE: &str = "/run/cellcc/kernel.pid";
+pub(crate) const PIN_DIR: &str = "/sys/fs/bpf/cellcc";
+pub(crate) const C2TCP: &str = "cellcc_c2tcp";
 
 /// One loader at a time on the machine: tests in a binary take this lock.
 static MACHINE: Mutex<()> = Mutex::new(());
 
 /// Takes the machine-wide test lock (a failed test does not poison the others).
-pub fn lock() -> MutexGuard<'static, ()> {
+pub(crate) fn lock() -> MutexGuard<'static, ()> {
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why the kernel tests cannot run here, if they cannot.
-pub fn skip_reason() -> Option<String> {
+pub(crate) fn skip_reason() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root (the tests register congestion controls)".into());
@@ -88,7 +88,7 @@ macro_rules! skip_unless_ready {
 }
 
 /// Runs the binary to completion.
-pub fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .output()
@@ -96,7 +96,7 @@ pub fn run(args: &[&str]) -> Output {
 }
 
 /// Runs the binary and asserts success; returns stdout.
-pub fn run_ok(args: &[&str]) -> String {
+pub(crate) fn run_ok(args: &[&str]) -> String {
     let out = run(args);
     assert!(
         out.status.success(),
@@ -108,7 +108,7 @@ pub fn run_ok(args: &[&str]) -> String {
 }
 
 /// The names in a congestion-control list.
-pub fn read_list(path: &str) -> Vec<String> {
+pub(crate) fn read_list(path: &str) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .split_whitespace()
@@ -117,7 +117,7 @@ pub fn read_list(path: &str) -> Vec<String> {
 }
 
 /// Polls `cond` every 20 ms until it holds or `timeout` passes.
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < timeout {
         if cond() {
@@ -129,13 +129,13 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// `cellcc-kernel load` as a child; killed (SIGKILL) on drop if still running.
-pub struct Loader {
+pub(crate) struct Loader {
     pub child: Child,
 }
 
 impl Loader {
     /// Starts the loader and waits (at most 20 s) for its `ready:` line.
-    pub fn start(algos: &[&str]) -> Loader {
+    pub(crate) fn start(algos: &[&str]) -> Loader {
         let mut child = Command::new(BIN)
             .arg("load")
             .args(algos)
@@ -160,12 +160,12 @@ impl Loader {
         loader
     }
 
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.id() as i32
     }
 
     /// Waits (at most 10 s) for the loader to exit; returns its exit code.
-    pub fn wait_exit(&mut self) -> Option<i32> {
+    pub(crate) fn wait_exit(&mut self) -> Option<i32> {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(10) {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -298,7 +298,7 @@ static PATHS: AtomicU32 = AtomicU32::new(0);
 /// Sender namespace `ns_a` --TUN delay line--> router `ns_r` --veth, tbf--> receiver
 /// `ns_b`. The bottleneck queue is on the router, where TCP Small Queues (which keeps a
 /// sender's own qdisc nearly empty) does not reach.
-pub struct TestPath {
+pub(crate) struct TestPath {
     pub ns_a: String,
     pub ns_r: String,
     pub ns_b: String,
@@ -311,7 +311,7 @@ pub struct TestPath {
 impl TestPath {
     /// A path with `one_way` delay each way (between sender and router) and a tbf
     /// bottleneck of `rate` (tc syntax) with a `limit_bytes` queue towards the receiver.
-    pub fn new(one_way: Duration, rate: &str, limit_bytes: u32) -> TestPath {
+    pub(crate) fn new(one_way: Duration, rate: &str, limit_bytes: u32) -> TestPath {
         let id = format!(
             "{}{}",
             std::process::id(),
@@ -470,7 +470,7 @@ fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static)
 }
 
 /// A finished bulk transfer.
-pub struct Transfer {
+pub(crate) struct Transfer {
     /// The sender's local port.
     pub local_port: u16,
     /// Bytes the receiver read.
@@ -480,7 +480,7 @@ pub struct Transfer {
 /// Sends bulk data from `ns_a` to `ns_b` for `duration` over a socket that selects `cc`
 /// with setsockopt(TCP_CONGESTION). `during` runs (on the caller's thread) once the
 /// connection is up, with the sender's local port.
-pub fn transfer(
+pub(crate) fn transfer(
     path: &TestPath,
     cc: &str,
     duration: Duration,

@@ -168,6 +168,7 @@ struct Dequeued<T> {
 }
 
 impl<T> Codel<T> {
+    /// An empty queue with `config`, or the error [`CodelConfig::validate`] finds.
     pub fn new(config: CodelConfig) -> Result<Self, AqmConfigError> {
         config.validate()?;
         let limits = Limits {

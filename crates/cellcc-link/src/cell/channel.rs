@@ -37,7 +37,9 @@ pub enum UeChannel {
     /// `ip_len + MAHIMAHI_FRAMING_BYTES` and may not exceed one opportunity, as on a
     /// trace [`crate::Link`].
     Trace {
+        /// The UE's trace of delivery opportunities.
         trace: Arc<Trace>,
+        /// Whether the trace loops or ends (`Once`: nothing more after its last line).
         mode: TraceMode,
         /// Where in the trace the UE starts: simulation time t reads trace time
         /// `t + offset`. Lets several UEs share one trace with independent phases.
@@ -45,7 +47,10 @@ pub enum UeChannel {
     },
     /// A fixed rate with no framing and no packet-size limit, as a constant
     /// [`crate::Link`].
-    Constant { rate: Bandwidth },
+    Constant {
+        /// The channel's rate.
+        rate: Bandwidth,
+    },
 }
 
 impl UeChannel {
@@ -58,6 +63,7 @@ impl UeChannel {
         }
     }
 
+    /// A channel at a constant `rate`.
     pub fn constant(rate: Bandwidth) -> Self {
         UeChannel::Constant { rate }
     }

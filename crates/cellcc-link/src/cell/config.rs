@@ -55,7 +55,7 @@ pub struct CellConfig {
 
 /// Most UEs a cell may hold: UE indices travel as 16 bits in the simulator's events,
 /// far above any cell the papers model (a handful of UEs).
-pub const MAX_UES: usize = 4096;
+pub(super) const MAX_UES: usize = 4096;
 
 /// One UE of a [`CellConfig`]: its channel (exactly one of `trace`, `rate_mbps`) and
 /// its queue at the base station.
@@ -83,34 +83,51 @@ pub struct UeConfig {
 /// A cell ready to build: configuration with the traces loaded.
 #[derive(Clone, Debug)]
 pub struct CellSpec {
+    /// How the cell shares each TTI among the UEs.
     pub scheduler: SchedulerKind,
+    /// TTI length (between 1 µs and 1 s).
     pub tti: Dur,
     /// PF's t_c in TTIs (>= 1).
     pub pf_tc_ttis: f64,
+    /// The UEs, in index order; at least one.
     pub ues: Vec<UeSpec>,
 }
 
 /// One UE of a [`CellSpec`].
 #[derive(Clone, Debug)]
 pub struct UeSpec {
+    /// What the UE could receive per TTI if scheduled alone.
     pub channel: UeChannel,
+    /// The UE's queue discipline at the base station.
     pub queue: QueueSpec,
 }
 
 /// A cell that cannot be built; `field` paths are relative to the cell's table.
 #[derive(Debug, thiserror::Error)]
 pub enum CellError {
+    /// A value is out of range or inconsistent.
     #[error("{field}: {reason}")]
-    Invalid { field: String, reason: String },
+    Invalid {
+        /// Path of the offending field (`tti_ms`, `ues[2].rate_mbps`).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A UE's queue discipline is invalid.
     #[error("ues[{ue}].queue: {source}")]
     Queue {
+        /// Index of the UE.
         ue: usize,
+        /// What is wrong with the queue.
         #[source]
         source: QueueSpecError,
     },
+    /// A UE's trace could not be read or parsed.
     #[error("ues[{ue}].trace: {source}")]
     Trace {
+        /// Index of the UE.
         ue: usize,
+        /// What is wrong with the trace.
         #[source]
         source: TraceError,
     },
@@ -261,6 +278,8 @@ impl CellSpec {
         }
     }
 
+    /// Check the TTI, PF's time constant and every UE (a constant rate above 0, a valid
+    /// queue); the error names the field.
     pub fn validate(&self) -> Result<(), CellError> {
         if !(MIN_TTI..=MAX_TTI).contains(&self.tti) {
             return Err(CellError::invalid(
@@ -290,6 +309,7 @@ impl CellSpec {
 }
 
 impl UeSpec {
+    /// A UE with this channel and queue.
     pub fn new(channel: UeChannel, queue: QueueSpec) -> Self {
         UeSpec { channel, queue }
     }

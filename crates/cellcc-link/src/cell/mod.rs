@@ -93,13 +93,19 @@ const QUEUE_SEED_SPREAD: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Counters of one UE since the cell was built, up to the last `advance`/`enqueue`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UeStats {
+    /// Packets the UE's queue accepted.
     pub packets_accepted: u64,
+    /// Packets that finished crossing the channel.
     pub packets_departed: u64,
+    /// IP bytes of departed packets.
     pub ip_bytes_departed: u64,
     /// Charged bytes (IP + framing) of departed packets.
     pub charged_bytes_departed: u64,
+    /// Arrivals a drop-tail limit rejected.
     pub drops_queue_full: u64,
+    /// Packets pushed out of the head of a drop-head queue.
     pub drops_head: u64,
+    /// Arrivals whose charged size exceeds one delivery opportunity.
     pub drops_too_big: u64,
     /// Dropped by the UE's AQM (CoDel at dequeue, PIE at arrival).
     pub drops_aqm: u64,
@@ -219,18 +225,22 @@ impl<T> Cell<T> {
         })
     }
 
+    /// Number of UEs.
     pub fn ue_count(&self) -> usize {
         self.ues.len()
     }
 
+    /// TTI length.
     pub fn tti(&self) -> Dur {
         self.tti
     }
 
+    /// The scheduler sharing the TTIs.
     pub fn scheduler(&self) -> SchedulerKind {
         self.kind
     }
 
+    /// UE `ue`'s channel. Panics if there is no such UE.
     pub fn channel(&self, ue: usize) -> &UeChannel {
         &self.ue(ue).channel
     }
@@ -349,10 +359,12 @@ impl<T> Cell<T> {
         self.ue(ue).stats.served_bytes
     }
 
+    /// UE `ue`'s counters. Panics if there is no such UE.
     pub fn ue_stats(&self, ue: usize) -> &UeStats {
         &self.ue(ue).stats
     }
 
+    /// The cell's counters.
     pub fn stats(&self) -> &CellStats {
         &self.stats
     }

@@ -75,7 +75,7 @@ pub(crate) enum Scheduler {
 
 impl Scheduler {
     /// `tc_ttis` is PF's time constant (>= 1, checked by the cell's validation).
-    pub fn new(kind: SchedulerKind, ues: usize, tc_ttis: f64) -> Self {
+    pub(super) fn new(kind: SchedulerKind, ues: usize, tc_ttis: f64) -> Self {
         match kind {
             SchedulerKind::RoundRobin => Scheduler::RoundRobin { next: 0 },
             SchedulerKind::ProportionalFair => Scheduler::ProportionalFair {
@@ -90,7 +90,7 @@ impl Scheduler {
 
     /// The UE that gets this TTI; `None` only when there is no candidate. `candidates`
     /// are in increasing UE order.
-    pub fn pick(&self, candidates: &[Candidate]) -> Option<usize> {
+    pub(super) fn pick(&self, candidates: &[Candidate]) -> Option<usize> {
         let first = candidates.first()?;
         let chosen = match self {
             Scheduler::RoundRobin { next } => {
@@ -124,7 +124,7 @@ impl Scheduler {
 
     /// One TTI has ended; `served` is the UE that had it and the bytes it was sent
     /// (`None`: nobody was served).
-    pub fn record(&mut self, served: Option<(usize, u64)>) {
+    pub(super) fn record(&mut self, served: Option<(usize, u64)>) {
         match self {
             Scheduler::RoundRobin { next } => {
                 if let Some((ue, _)) = served {
@@ -151,7 +151,7 @@ impl Scheduler {
     }
 
     /// `n` TTIs have ended with nobody served: PF's averages decay by `(1 − 1/t_c)^n`.
-    pub fn record_idle(&mut self, n: u64) {
+    pub(super) fn record_idle(&mut self, n: u64) {
         if let Scheduler::ProportionalFair { keep, average, .. } = self {
             if n == 0 {
                 return;
@@ -164,7 +164,7 @@ impl Scheduler {
     }
 
     /// PF's `R̄_u` (bytes per TTI); `None` for the other schedulers.
-    pub fn average(&self, ue: usize) -> Option<f64> {
+    pub(super) fn average(&self, ue: usize) -> Option<f64> {
         match self {
             Scheduler::ProportionalFair { average, .. } => average.get(ue).copied(),
             _ => None,

@@ -116,7 +116,9 @@ impl DownlinkGateConfig {
 /// Counters since the gate was built.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BurstStats {
+    /// Packets that entered the gate.
     pub packets: u64,
+    /// IP bytes of those packets.
     pub ip_bytes: u64,
     /// Served TTIs that delivered at least one packet.
     pub bursts: u64,
@@ -144,6 +146,7 @@ impl<T> DownlinkGate<T> {
         })
     }
 
+    /// Counters since the gate was built.
     pub fn stats(&self) -> &BurstStats {
         &self.stats
     }

@@ -189,6 +189,7 @@ enum UeBuffer {
 /// Counters since the gate was built.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct GrantStats {
+    /// Packets that entered the gate.
     pub packets: u64,
     /// SRs sent (redundant ones included).
     pub srs_sent: u64,
@@ -221,6 +222,7 @@ impl<T> UplinkGrant<T> {
         })
     }
 
+    /// Counters since the gate was built.
     pub fn stats(&self) -> &GrantStats {
         &self.stats
     }

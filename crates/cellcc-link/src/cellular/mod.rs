@@ -64,6 +64,8 @@ pub struct TddConfig {
 }
 
 impl TddConfig {
+    /// Check that both times are positive and that `dl_ms < period_ms` leaves uplink time;
+    /// the error names the field.
     pub fn validate(&self) -> Result<(), ParamError> {
         self.pattern().map(|_| ())
     }
@@ -97,17 +99,17 @@ impl TddPattern {
     }
 
     /// Whether `t` is in uplink time.
-    pub fn is_uplink(&self, t: Time) -> bool {
+    pub(crate) fn is_uplink(&self, t: Time) -> bool {
         self.phase(t) >= self.dl.as_ns()
     }
 
     /// Whether the slot `[t, t + len)` lies inside one period's downlink time.
-    pub fn is_downlink_slot(&self, t: Time, len: Dur) -> bool {
+    pub(crate) fn is_downlink_slot(&self, t: Time, len: Dur) -> bool {
         self.phase(t) + len.as_ns() <= self.dl.as_ns()
     }
 
     /// The first instant at or after `t` in uplink time.
-    pub fn uplink_at_or_after(&self, t: Time) -> Time {
+    pub(crate) fn uplink_at_or_after(&self, t: Time) -> Time {
         let phase = self.phase(t);
         if phase >= self.dl.as_ns() {
             t
@@ -140,7 +142,7 @@ pub(crate) enum OccasionsError {
 impl Occasions {
     /// `offset < step`; `keep` decides, for an instant of the first repetition, whether it
     /// is usable (it is only called when `tdd` is given and sees absolute instants).
-    pub fn new(
+    pub(crate) fn new(
         step: Dur,
         offset: Dur,
         tdd: Option<&TddPattern>,
@@ -175,7 +177,7 @@ impl Occasions {
     }
 
     /// The first kept instant at or after `t`.
-    pub fn at_or_after(&self, t: Time) -> Time {
+    pub(crate) fn at_or_after(&self, t: Time) -> Time {
         let t = t.as_ns();
         let base = t / self.repeat * self.repeat;
         let phase = t - base;

@@ -45,17 +45,27 @@ use crate::params::ParamError;
 /// A named set of scheduling parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Preset {
+    /// The name a scenario gives as `preset` (`lte-fdd-sr5`).
     pub name: &'static str,
     /// One line, for `cellcc` to list the presets.
     pub description: &'static str,
+    /// TTI (slot) length, ms: 1 in LTE, 0.5 in NR at 30 kHz.
     pub tti_ms: f64,
+    /// Scheduling-request periodicity, ms.
     pub sr_period_ms: f64,
+    /// First SR occasion within the period, ms.
     pub sr_offset_ms: f64,
+    /// From an SR to the grant answering it, ms.
     pub grant_delay_ms: f64,
+    /// From a grant to the uplink transmission it allows, ms.
     pub ul_tx_delay_ms: f64,
+    /// Grants sent every this many ms without an SR (pre-scheduling); `None`: none.
     pub proactive_grant_period_ms: Option<f64>,
+    /// The downlink serves the UE every this many TTIs.
     pub dl_every_ttis: u32,
+    /// Which TTI of each group of `dl_every_ttis` is served.
     pub dl_offset_ttis: u32,
+    /// TDD uplink/downlink pattern; `None` for FDD.
     pub tdd: Option<TddConfig>,
 }
 
@@ -166,8 +176,10 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TddOverride {
+    /// Replaces the preset's TDD period, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period_ms: Option<f64>,
+    /// Replaces the preset's downlink time per period, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dl_ms: Option<f64>,
 }
@@ -180,23 +192,34 @@ pub struct TddOverride {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulingConfig {
+    /// Name of the preset to start from (see [`PRESETS`]).
     pub preset: String,
+    /// Overrides [`Preset::tti_ms`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tti_ms: Option<f64>,
+    /// Overrides [`Preset::sr_period_ms`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sr_period_ms: Option<f64>,
+    /// Overrides [`Preset::sr_offset_ms`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sr_offset_ms: Option<f64>,
+    /// Overrides [`Preset::grant_delay_ms`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant_delay_ms: Option<f64>,
+    /// Overrides [`Preset::ul_tx_delay_ms`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ul_tx_delay_ms: Option<f64>,
+    /// Overrides [`Preset::proactive_grant_period_ms`]; 0 removes proactive grants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proactive_grant_period_ms: Option<f64>,
+    /// Overrides [`Preset::dl_every_ttis`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dl_every_ttis: Option<u32>,
+    /// Overrides [`Preset::dl_offset_ttis`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dl_offset_ttis: Option<u32>,
+    /// Overrides the preset's TDD pattern key by key; on an FDD preset, adds one (both keys
+    /// required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tdd: Option<TddOverride>,
 }
@@ -204,8 +227,11 @@ pub struct SchedulingConfig {
 /// A validated `[scheduling]` table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResolvedScheduling {
+    /// The preset the table named.
     pub preset: &'static Preset,
+    /// The uplink grant gate's parameters, overrides applied.
     pub uplink: UplinkGrantConfig,
+    /// The downlink gate's parameters, overrides applied.
     pub downlink: DownlinkGateConfig,
 }
 

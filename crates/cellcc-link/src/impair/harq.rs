@@ -67,6 +67,8 @@ impl Default for HarqConfig {
 }
 
 impl HarqConfig {
+    /// Check `bler` is a probability, `rtt_ms` a positive duration and `max_retx` at most 28;
+    /// the error names the field.
     pub fn validate(&self) -> Result<(), ParamError> {
         probability("bler", self.bler)?;
         positive_dur_ms("rtt_ms", self.rtt_ms)?;
@@ -88,7 +90,9 @@ impl HarqConfig {
 /// Counters since the stage was built.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HarqStats {
+    /// Packets that entered the stage.
     pub packets: u64,
+    /// Retransmissions drawn over all packets.
     pub retransmissions: u64,
     /// Packets that used every retransmission.
     pub at_max_retx: u64,
@@ -122,6 +126,7 @@ impl<T> Harq<T> {
         })
     }
 
+    /// Counters since the stage was built.
     pub fn stats(&self) -> &HarqStats {
         &self.stats
     }

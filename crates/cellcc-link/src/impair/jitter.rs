@@ -37,14 +37,24 @@ use crate::stage::{HeldPackets, Released, Stage};
 pub enum JitterConfig {
     /// Uniform in `[min_ms, max_ms]` (`min_ms` defaults to 0).
     Uniform {
+        /// Smallest extra delay, ms (default 0).
         #[serde(default)]
         min_ms: f64,
+        /// Largest extra delay, ms.
         max_ms: f64,
     },
     /// Normal truncated at 0; `mean_ms ≥ 0` keeps the redraw rate below one half.
-    Normal { mean_ms: f64, sd_ms: f64 },
+    Normal {
+        /// Mean of the untruncated normal, ms.
+        mean_ms: f64,
+        /// Standard deviation of the untruncated normal, ms.
+        sd_ms: f64,
+    },
     /// Exponential with the given mean.
-    Exponential { mean_ms: f64 },
+    Exponential {
+        /// Mean extra delay, ms.
+        mean_ms: f64,
+    },
 }
 
 impl JitterConfig {
@@ -114,6 +124,7 @@ impl<T> Jitter<T> {
         })
     }
 
+    /// The distribution the stage draws from.
     pub fn config(&self) -> &JitterConfig {
         &self.config
     }

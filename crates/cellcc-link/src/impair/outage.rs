@@ -56,6 +56,7 @@ pub struct OutageConfig {
 }
 
 impl OutageConfig {
+    /// Check `start_s ≥ 0`, `duration_s > 0` and that the outage ends within [`Time::MAX`].
     pub fn validate(&self) -> Result<(), ParamError> {
         self.window().map(|_| ())
     }
@@ -83,8 +84,11 @@ impl OutageConfig {
 /// An outage in nanoseconds: `[start, end)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutageWindow {
+    /// First instant without service.
     pub start: Time,
+    /// First instant with service again (exclusive end).
     pub end: Time,
+    /// Whether packets stall or are dropped during the window.
     pub kind: OutageKind,
 }
 
@@ -152,10 +156,12 @@ impl Outages {
         Self::new(windows)
     }
 
+    /// The windows, disjoint and in time order.
     pub fn windows(&self) -> &[OutageWindow] {
         &self.windows
     }
 
+    /// Whether there are no outages.
     pub fn is_empty(&self) -> bool {
         self.windows.is_empty()
     }

@@ -107,10 +107,12 @@ impl GilbertElliott {
         })
     }
 
+    /// The parameters the process runs with.
     pub fn config(&self) -> &GilbertElliottConfig {
         &self.config
     }
 
+    /// Whether the chain is in the bad state.
     pub fn is_bad(&self) -> bool {
         self.bad
     }

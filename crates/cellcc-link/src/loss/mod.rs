@@ -27,6 +27,7 @@ const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("loss probability {p} is not in [0, 1]; give a probability such as 0.01 for 1 %")]
 pub struct LossError {
+    /// The offending value.
     pub p: f64,
 }
 
@@ -51,6 +52,7 @@ impl BernoulliLoss {
         Self::try_new(p).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// A loss process with probability `p`, or an error if `p` is not in [0, 1].
     pub fn try_new(p: f64) -> Result<Self, LossError> {
         if !(0.0..=1.0).contains(&p) {
             return Err(LossError { p });
@@ -60,6 +62,7 @@ impl BernoulliLoss {
         Ok(BernoulliLoss { p, threshold })
     }
 
+    /// The loss probability per packet.
     pub fn p(&self) -> f64 {
         self.p
     }
@@ -118,7 +121,12 @@ impl LossModel {
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 #[serde(tag = "model", rename_all = "kebab-case")]
 pub enum LossConfig {
-    Bernoulli { p: f64 },
+    /// Independent loss.
+    Bernoulli {
+        /// Loss probability per packet, in [0, 1].
+        p: f64,
+    },
+    /// Bursty loss: a two-state Markov chain with a loss probability per state.
     GilbertElliott(GilbertElliottConfig),
 }
 

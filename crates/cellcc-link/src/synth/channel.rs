@@ -101,8 +101,11 @@ pub enum Rat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// Moving away from the site: s(t) = start_distance_m + v·t.
     Away,
+    /// Moving towards the site, never reaching it: s(t) = start_distance_m − v·t ≥ 0.
     Towards,
+    /// Driving past the site and away again: s(t) = start_distance_m − v·t, through 0.
     Pass,
 }
 
@@ -419,7 +422,7 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// TTIs in the trace: every TTI that starts before the end.
-    pub fn ttis(&self) -> u64 {
+    pub(crate) fn ttis(&self) -> u64 {
         (u64::from(self.duration_ms) * NS_PER_MS).div_ceil(self.tti.as_ns())
     }
 }
@@ -453,7 +456,7 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
-    pub fn new(p: Prepared, seed: u64) -> Self {
+    pub(super) fn new(p: Prepared, seed: u64) -> Self {
         let mut shadow_rng = ChaCha8Rng::seed_from_u64(seed);
         shadow_rng.set_stream(STREAM_SHADOWING);
         let mut fading_rng = ChaCha8Rng::seed_from_u64(seed);
@@ -524,7 +527,7 @@ impl Channel {
     }
 
     /// Advances one TTI and returns its sample.
-    pub fn next_sample(&mut self) -> TtiSample {
+    pub(super) fn next_sample(&mut self) -> TtiSample {
         let k = self.next_tti;
         self.next_tti += 1;
         if k > 0 {
@@ -567,7 +570,9 @@ pub struct ChannelRun {
     pub tti: Dur,
     /// Scheduled PRBs.
     pub prbs: u32,
+    /// Effective SINR per TTI after MRC, dB.
     pub sinr_db: Vec<f64>,
+    /// Reported CQI per TTI, 0..=15 (0: below the CQI 1 threshold).
     pub cqi: Vec<u8>,
     /// Transport block bits per TTI, before the scheduler share.
     pub tb_bits: Vec<u64>,

@@ -48,7 +48,7 @@ pub(crate) struct RayleighProcess {
 
 impl RayleighProcess {
     /// A process with maximum Doppler `doppler_hz`, phases drawn from `rng`.
-    pub fn new(doppler_hz: f64, rng: &mut ChaCha8Rng) -> Self {
+    pub(super) fn new(doppler_hz: f64, rng: &mut ChaCha8Rng) -> Self {
         let omega_d = 2.0 * PI * doppler_hz;
         let m = FADING_SINUSOIDS as f64;
         let theta = 2.0 * PI * uniform(rng) - PI;
@@ -70,7 +70,7 @@ impl RayleighProcess {
     }
 
     /// The complex gain at `t_s` seconds, as (in-phase, quadrature).
-    pub fn gain(&self, t_s: f64) -> (f64, f64) {
+    pub(super) fn gain(&self, t_s: f64) -> (f64, f64) {
         let mut re = 0.0;
         let mut im = 0.0;
         for n in 0..FADING_SINUSOIDS {
@@ -82,7 +82,7 @@ impl RayleighProcess {
     }
 
     /// |h(t)|², mean 1.
-    pub fn power(&self, t_s: f64) -> f64 {
+    pub(super) fn power(&self, t_s: f64) -> f64 {
         let (re, im) = self.gain(t_s);
         re * re + im * im
     }

@@ -68,8 +68,12 @@ const MICROBITS_PER_OPPORTUNITY: u64 = OPPORTUNITY_BYTES as u64 * 8 * 1_000_000;
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum SynthConfig {
+    /// A UE moving past a cell site: SINR from path loss, shadowing and fading, mapped to
+    /// transport blocks per TTI (`model = "mobility"`).
     Mobility(MobilityConfig),
+    /// ccBench-style step changes of the rate (`model = "steps"`).
     Steps(StepsConfig),
+    /// One constant rate (`model = "constant"`).
     Constant(ConstantConfig),
 }
 
@@ -99,6 +103,7 @@ impl SynthConfig {
 pub struct SynthError {
     /// The configuration key at fault, e.g. `speed_kmh`.
     pub field: &'static str,
+    /// What is wrong with the value and what would be accepted.
     pub message: String,
 }
 
@@ -128,7 +133,7 @@ pub(crate) struct Opportunities {
 }
 
 impl Opportunities {
-    pub fn new(unit: u64) -> Self {
+    pub(crate) fn new(unit: u64) -> Self {
         Opportunities {
             unit,
             carry: 0,
@@ -137,7 +142,7 @@ impl Opportunities {
     }
 
     /// Adds `amount` units offered at millisecond `timestamp_ms` (non-decreasing).
-    pub fn add(&mut self, timestamp_ms: u32, amount: u64) {
+    pub(crate) fn add(&mut self, timestamp_ms: u32, amount: u64) {
         self.carry += amount;
         let whole = self.carry / self.unit;
         self.carry -= whole * self.unit;
@@ -147,7 +152,7 @@ impl Opportunities {
 
     /// The trace, with one opportunity added at `end_ms` when the last millisecond has
     /// none (the last line is the loop period).
-    pub fn finish(mut self, end_ms: u32, name: &str) -> Trace {
+    pub(crate) fn finish(mut self, end_ms: u32, name: &str) -> Trace {
         if self.timestamps.last() != Some(&end_ms) {
             self.timestamps.push(end_ms);
         }
@@ -218,13 +223,13 @@ mod tests {
         use serde::de::value::{Error, MapDeserializer};
         use serde::de::{Deserializer, IntoDeserializer, Visitor};
 
-        pub enum Value {
+        pub(super) enum Value {
             Map(Vec<(String, Value)>),
             Number(f64),
             Text(String),
         }
 
-        pub fn parse(text: &str) -> Value {
+        pub(super) fn parse(text: &str) -> Value {
             Value::Map(
                 text.split_whitespace()
                     .map(|pair| {

@@ -111,7 +111,9 @@ pub struct ConstantConfig {
 /// One constant-rate stretch `[start_ms, end_ms)` of a trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// Start of the stretch, ms from the trace start.
     pub start_ms: u32,
+    /// End of the stretch (exclusive), ms.
     pub end_ms: u32,
     /// Rate in bit/s (1504-byte opportunities carry it).
     pub rate_bps: u64,

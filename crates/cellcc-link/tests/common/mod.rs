@@ -8,30 +8,42 @@ use cellcc_link::{Link, LinkService, QueueSpec, Trace, TraceMode};
 use cellcc_units::Time;
 
 /// Directory of the shared Mahimahi traces, relative to this crate.
-pub const TRACE_DIR: &str = concat!(
+const TRACE_DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/traces/mahimahi"
 );
 
-/// Path of a shared trace, or `None` (with a note) when it is not available.
-pub fn shared_trace(name: &str) -> Option<PathBuf> {
+/// Set to `1` (CI does, in `.ci/run`) to make an absent shared trace a test failure
+/// instead of a skip.
+const REQUIRE_TRACES_ENV: &str = "CELLCC_REQUIRE_TRACES";
+
+/// Path of a shared trace, or `None` (with a note) when it is not available. Every test
+/// that needs the shared traces finds them here. Under `CELLCC_REQUIRE_TRACES=1` a
+/// missing trace panics instead, naming the path and the variable.
+pub(crate) fn shared_trace(name: &str) -> Option<PathBuf> {
     let path = PathBuf::from(TRACE_DIR).join(name);
     if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("note: skipping, shared trace {name} not found under {TRACE_DIR}");
-        None
+        return Some(path);
     }
+    if std::env::var_os(REQUIRE_TRACES_ENV).is_some_and(|v| v == "1") {
+        panic!(
+            "shared trace {} not found, and {REQUIRE_TRACES_ENV}=1 requires the shared \
+             traces (unset it to skip the tests that need them)",
+            path.display()
+        );
+    }
+    eprintln!("note: skipping, shared trace {name} not found under {TRACE_DIR}");
+    None
 }
 
-pub fn trace_link(timestamps_ms: &[u32], mode: TraceMode, queue: QueueSpec) -> Link<u32> {
+pub(crate) fn trace_link(timestamps_ms: &[u32], mode: TraceMode, queue: QueueSpec) -> Link<u32> {
     let trace = Trace::from_timestamps(timestamps_ms.to_vec(), "test").unwrap();
     Link::new(LinkService::trace(Arc::new(trace), mode), queue)
 }
 
 /// Runs the link event by event (advance at each `next_wakeup`) until it is idle or the
 /// next event is after `until`; returns `(item, departed_at)` in departure order.
-pub fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
+pub(crate) fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
     let mut out = Vec::new();
     while let Some(t) = link.next_wakeup().filter(|&t| t <= until) {
         link.advance(t);
@@ -47,7 +59,7 @@ pub fn run_until(link: &mut Link<u32>, until: Time) -> Vec<(u32, Time)> {
 }
 
 /// Departure times in whole milliseconds (all trace departures are whole ms).
-pub fn ms(departures: &[(u32, Time)]) -> Vec<u64> {
+pub(crate) fn ms(departures: &[(u32, Time)]) -> Vec<u64> {
     departures
         .iter()
         .map(|&(_, t)| {

@@ -9,10 +9,15 @@ use crate::scenario::Direction;
 /// Everything a run produces.
 #[derive(Debug, Clone)]
 pub struct SimOutput {
+    /// One row per flow, then the aggregate rows (see [`SummaryRow::flow`]).
     pub summary: Vec<SummaryRow>,
+    /// Per-bin time series of every flow and of the link.
     pub timeseries: TimeSeries,
+    /// Downlink capacity and use over the measured span.
     pub link: LinkSummary,
+    /// Events taken from the event queue before the end of the run (for benchmarks).
     pub events: u64,
+    /// The downlink radio link's mm-link log, when `[metrics] packet_log = true`.
     pub packet_log: Option<String>,
     /// Per flow: the congestion control's phase and named estimates at the end of the
     /// run ([`cellcc_congestion::CongestionControl::info`]).
@@ -21,14 +26,18 @@ pub struct SimOutput {
     pub short_flows: Vec<ShortFlowRecord>,
     /// Every ACK the senders received, when `[metrics] ack_log = true`.
     pub ack_log: Option<Vec<AckRecord>>,
+    /// Packet accounting at the end of the run.
     pub conservation: Conservation,
 }
 
 /// A flow's congestion control at the end of a run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CcInfo {
+    /// The flow's index (scenario flows first, then background TCP flows).
     pub flow: u32,
+    /// The algorithm's state at the end ([`cellcc_congestion::CongestionControl::phase`]).
     pub phase: &'static str,
+    /// Named estimates the algorithm reports (e.g. César's `su_ms`).
     pub values: Vec<(&'static str, f64)>,
 }
 
@@ -37,6 +46,7 @@ pub struct CcInfo {
 pub struct ShortFlowRecord {
     /// Index of its `[[background]]` source.
     pub background: u32,
+    /// When it started.
     pub start: Time,
     /// Application bytes.
     pub bytes: u64,
@@ -47,6 +57,7 @@ pub struct ShortFlowRecord {
 /// One ACK arriving at its sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct AckRecord {
+    /// The flow's index (scenario flows first, then background TCP flows).
     pub flow: u32,
     /// Arrival time at the sender.
     pub t: Time,
@@ -58,28 +69,43 @@ pub struct AckRecord {
 /// is still in the network (in a delay line, a queue, or in service).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Conservation {
+    /// Data packets put on the wire (retransmissions and background packets included).
     pub data_sent: u64,
+    /// Data packets that reached their receiver.
     pub data_delivered: u64,
+    /// Data packets dropped on the way (queues, random loss, outages).
     pub data_dropped: u64,
+    /// Data packets still in a queue, delay line or in service at the end.
     pub data_in_network: u64,
+    /// ACKs put on the wire.
     pub acks_sent: u64,
+    /// ACKs that reached their sender.
     pub acks_delivered: u64,
+    /// ACKs dropped on the way.
     pub acks_dropped: u64,
+    /// ACKs still in the network at the end.
     pub acks_in_network: u64,
 }
 
 /// Downlink capacity and use over the measured span.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LinkSummary {
+    /// The downlink's label (trace file, rate, `synth <model> (seed N)` or a cell).
     pub downlink: String,
+    /// The uplink's label.
     pub uplink: String,
+    /// Capacity of the first flow's channel from the first start to the end, Mbit/s.
     pub capacity_mbps: f64,
+    /// The downlink aggregate's utilisation (see [`SummaryRow::utilisation`]).
     pub utilisation: Option<f64>,
+    /// The downlink aggregate's Pantheon throughput, Mbit/s.
     pub delivered_mbps: f64,
+    /// The downlink aggregate's drops.
     pub drops: u64,
 }
 
 impl Simulation<'_> {
+    /// Reduce the end state to the run's output.
     pub fn finish(mut self) -> SimOutput {
         let end = self.end;
         let bin = self.sc.metrics.bin;

@@ -321,6 +321,7 @@ fn give_back<T>(slot: &mut Vec<T>, list: Vec<T>) {
 }
 
 impl<'s> Simulation<'s> {
+    /// A simulation of `sc` at time zero, with every flow's start and source scheduled.
     pub fn new(sc: &'s Scenario) -> Self {
         let end = Time::ZERO + sc.duration;
         let log = sc.metrics.packet_log.then(|| {

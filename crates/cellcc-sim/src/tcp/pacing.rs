@@ -34,17 +34,17 @@ pub(crate) struct Pacer {
 
 impl Pacer {
     /// `tcp_pacing_check`: true if pacing holds the next packet back at `now`.
-    pub fn holds(&self, sock: &Sock, now: Time) -> bool {
+    pub(crate) fn holds(&self, sock: &Sock, now: Time) -> bool {
         sock.pacing_status == PacingStatus::Needed && self.wstamp > now
     }
 
     /// Release time of the next packet, if pacing is enforced and it is in the future.
-    pub fn release_time(&self, sock: &Sock, now: Time) -> Option<Time> {
+    pub(crate) fn release_time(&self, sock: &Sock, now: Time) -> Option<Time> {
         self.holds(sock, now).then_some(self.wstamp)
     }
 
     /// `tcp_pacing_delay`: how far the departure schedule runs ahead of `now`.
-    pub fn delay(&self, sock: &Sock, now: Time) -> Dur {
+    pub(crate) fn delay(&self, sock: &Sock, now: Time) -> Dur {
         if sock.pacing_status == PacingStatus::Needed {
             self.wstamp.saturating_since(now)
         } else {
@@ -54,7 +54,7 @@ impl Pacer {
 
     /// A data segment of `len` payload bytes leaves at `now` (`__tcp_transmit_skb` then
     /// `tcp_update_skb_after_send`).
-    pub fn on_send(&mut self, sock: &Sock, now: Time, len: u32) {
+    pub(crate) fn on_send(&mut self, sock: &Sock, now: Time, len: u32) {
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         self.data_segs_out += 1;

@@ -68,7 +68,7 @@ pub(crate) fn sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
 impl RateEstimator {
     /// `tcp_rate_skb_sent`: snapshot for a packet sent at `now`. Call before
     /// `packets_out` counts the packet (for new data).
-    pub fn skb_sent(&mut self, sock: &mut Sock, now: Time) -> TxSnapshot {
+    pub(crate) fn skb_sent(&mut self, sock: &mut Sock, now: Time) -> TxSnapshot {
         if sock.packets_out == 0 {
             // Nothing in flight: any ACK from now on shows the network delivered
             // everything between now and then, so start the phases here.
@@ -86,7 +86,7 @@ impl RateEstimator {
     /// `tcp_rate_skb_delivered`: a packet (sent at `sent_at`, ending at `end_seq`) was
     /// newly (S)ACKed. `sacked`: it was SACKed (not cumulatively ACKed), so its snapshot is
     /// consumed now and not used again when the cumulative ACK covers it.
-    pub fn skb_delivered(
+    pub(crate) fn skb_delivered(
         &mut self,
         acc: &mut RateAcc,
         tx: &mut TxSnapshot,
@@ -121,7 +121,7 @@ impl RateEstimator {
     /// `tcp_rate_gen`: build the ACK's rate sample. `delivered` and `lost` are the segments
     /// newly delivered and newly marked lost by this ACK.
     #[allow(clippy::too_many_arguments)]
-    pub fn gen(
+    pub(crate) fn gen(
         &mut self,
         sock: &mut Sock,
         acc: &RateAcc,
@@ -185,7 +185,7 @@ impl RateEstimator {
     /// `tcp_rate_check_app_limited`: if the sender has less than a segment of new data,
     /// is not cwnd-limited and has retransmitted every lost segment, mark the flow
     /// application-limited until everything now in flight is delivered.
-    pub fn check_app_limited(sock: &mut Sock, has_unsent_data: bool) {
+    pub(crate) fn check_app_limited(sock: &mut Sock, has_unsent_data: bool) {
         let in_flight = sock.packets_in_flight();
         if !has_unsent_data && in_flight < sock.cwnd && sock.lost_out <= sock.retrans_out {
             sock.app_limited = (sock.delivered + in_flight as u64).max(1);

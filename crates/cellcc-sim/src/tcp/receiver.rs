@@ -69,14 +69,19 @@ pub struct RecvOutcome {
 /// Counters reported by [`TcpReceiver::stats`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReceiverStats {
+    /// Data segments received, duplicates included.
     pub segments_received: u64,
+    /// Segments received before (below `rcv_nxt` or already held out of order).
     pub duplicates: u64,
+    /// Segments that arrived above a hole.
     pub out_of_order: u64,
+    /// ACKs sent, immediate and delayed.
     pub acks_sent: u64,
     /// ACKs sent by the delayed-ACK timer.
     pub delayed_acks: u64,
     /// ACKs carrying a D-SACK block.
     pub dsacks_sent: u64,
+    /// Payload bytes delivered in order to the application.
     pub bytes_delivered: u64,
 }
 
@@ -125,6 +130,7 @@ pub struct TcpReceiver {
 }
 
 impl TcpReceiver {
+    /// A receiver of flow `flow` expecting segment 0, idle since `now`.
     pub fn new(flow: FlowId, cfg: &ReceiverConfig, now: Time) -> Self {
         assert!(!cfg.ts_granularity.is_zero());
         TcpReceiver {
@@ -260,6 +266,7 @@ impl TcpReceiver {
         self.delivered
     }
 
+    /// Counters since the receiver was built.
     pub fn stats(&self) -> &ReceiverStats {
         &self.stats
     }

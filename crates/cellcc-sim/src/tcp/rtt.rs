@@ -39,6 +39,7 @@ pub struct RttEstimator {
 }
 
 impl RttEstimator {
+    /// An estimator without samples, with RTO floor `rto_min` (`tcp_rto_min`).
     pub fn new(rto_min: Dur) -> Self {
         RttEstimator {
             srtt_us8: 0,

@@ -67,37 +67,37 @@ pub(crate) struct Scoreboard {
 
 impl Scoreboard {
     /// Oldest segment held (the scoreboard's `snd_una`).
-    pub fn base(&self) -> u64 {
+    pub(crate) fn base(&self) -> u64 {
         self.base
     }
 
     /// One past the newest segment held (`snd_nxt`).
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.base + self.segs.len() as u64
     }
 
-    pub fn seg(&self, seq: u64) -> &Seg {
+    pub(crate) fn seg(&self, seq: u64) -> &Seg {
         &self.segs[(seq - self.base) as usize]
     }
 
-    pub fn seg_mut(&mut self, seq: u64) -> &mut Seg {
+    pub(crate) fn seg_mut(&mut self, seq: u64) -> &mut Seg {
         &mut self.segs[(seq - self.base) as usize]
     }
 
     /// The oldest segment, if any.
-    pub fn head(&self) -> Option<&Seg> {
+    pub(crate) fn head(&self) -> Option<&Seg> {
         self.segs.front()
     }
 
     /// Append a newly sent segment (it becomes `end() - 1`).
-    pub fn push_new(&mut self, seg: Seg) {
+    pub(crate) fn push_new(&mut self, seg: Seg) {
         let seq = self.end();
         self.tsorted.push_back((seq, seg.xmits));
         self.segs.push_back(seg);
     }
 
     /// Record a retransmission of `seq` at `now` (flags are changed separately).
-    pub fn record_retransmit(&mut self, seq: u64, now: Time, tx: TxSnapshot) {
+    pub(crate) fn record_retransmit(&mut self, seq: u64, now: Time, tx: TxSnapshot) {
         let seg = self.seg_mut(seq);
         seg.sent_at = now;
         seg.tx = tx;
@@ -107,7 +107,7 @@ impl Scoreboard {
     }
 
     /// Whether a `tsorted` entry still stands for a segment RACK must consider.
-    pub fn is_live(&self, seq: u64, xmits: u32) -> bool {
+    pub(crate) fn is_live(&self, seq: u64, xmits: u32) -> bool {
         if seq < self.base || seq >= self.end() {
             return false;
         }
@@ -119,7 +119,7 @@ impl Scoreboard {
 
     /// Change the flags of `seq`, keeping the `Sock` counters and the retransmission
     /// bookkeeping in step.
-    pub fn set_flags(&mut self, sock: &mut Sock, seq: u64, new: u8) {
+    pub(crate) fn set_flags(&mut self, sock: &mut Sock, seq: u64, new: u8) {
         let seg = self.seg_mut(seq);
         let old = seg.flags;
         seg.flags = new;
@@ -136,7 +136,7 @@ impl Scoreboard {
 
     /// `tcp_mark_skb_lost`: mark `seq` lost (or account a lost retransmission). Returns
     /// whether it counts as a new loss (`tp->lost`).
-    pub fn mark_lost(&mut self, sock: &mut Sock, seq: u64) -> bool {
+    pub(crate) fn mark_lost(&mut self, sock: &mut Sock, seq: u64) -> bool {
         let f = self.seg(seq).flags;
         if f & SACKED != 0 {
             return false;
@@ -155,7 +155,7 @@ impl Scoreboard {
     }
 
     /// Remove the oldest segment (cumulatively ACKed); counters are updated.
-    pub fn pop_front(&mut self, sock: &mut Sock) -> Seg {
+    pub(crate) fn pop_front(&mut self, sock: &mut Sock) -> Seg {
         let seg = self
             .segs
             .pop_front()
@@ -169,7 +169,7 @@ impl Scoreboard {
     }
 
     /// After a cumulative ACK: drop SACK ranges and hints below `base`.
-    pub fn trim(&mut self) {
+    pub(crate) fn trim(&mut self) {
         let base = self.base;
         let k = self.sacked.partition_point(|r| r.1 <= base);
         self.sacked.drain(..k);
@@ -191,7 +191,7 @@ impl Scoreboard {
     }
 
     /// Append to `out` the sub-ranges of `[start, end)` not yet SACKed.
-    pub fn unsacked_gaps(&self, start: u64, end: u64, out: &mut Vec<(u64, u64)>) {
+    pub(crate) fn unsacked_gaps(&self, start: u64, end: u64, out: &mut Vec<(u64, u64)>) {
         let mut i = self.sacked.partition_point(|r| r.1 <= start);
         let mut cur = start;
         while i < self.sacked.len() && self.sacked[i].0 < end {
@@ -208,7 +208,7 @@ impl Scoreboard {
     }
 
     /// Record `[start, end)` as SACKed (the segments' flags are set separately).
-    pub fn add_sacked(&mut self, start: u64, end: u64) {
+    pub(crate) fn add_sacked(&mut self, start: u64, end: u64) {
         let v = &mut self.sacked;
         let i = v.partition_point(|r| r.1 < start);
         let j = v.partition_point(|r| r.0 <= end);
@@ -224,12 +224,12 @@ impl Scoreboard {
 
     /// Number of SACKed ranges (holes above `snd_una` are at most this many).
     #[cfg(test)]
-    pub fn sacked_ranges(&self) -> &[(u64, u64)] {
+    pub(crate) fn sacked_ranges(&self) -> &[(u64, u64)] {
         &self.sacked
     }
 
     /// Lowest segment marked lost and not yet retransmitted.
-    pub fn next_lost(&mut self) -> Option<u64> {
+    pub(crate) fn next_lost(&mut self) -> Option<u64> {
         if self.lost_pending == 0 {
             return None;
         }
@@ -250,7 +250,7 @@ impl Scoreboard {
 
     /// Iterate over all sequence numbers held (for the rare whole-window walks: RTO,
     /// undo).
-    pub fn seqs(&self) -> std::ops::Range<u64> {
+    pub(crate) fn seqs(&self) -> std::ops::Range<u64> {
         self.base..self.end()
     }
 }

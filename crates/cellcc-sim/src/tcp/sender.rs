@@ -46,32 +46,32 @@ pub(crate) const TCP_MAX_REORDERING: u32 = 300;
 /// `FLAG_*` bits of one ACK's processing (`tcp_input.c`).
 pub(crate) mod flag {
     /// Data was cumulatively ACKed (`FLAG_DATA_ACKED`, here also `FLAG_ACKED`).
-    pub const DATA_ACKED: u32 = 1 << 0;
+    pub(crate) const DATA_ACKED: u32 = 1 << 0;
     /// `snd_una` advanced (`FLAG_SND_UNA_ADVANCED`; implies `FLAG_WIN_UPDATE`).
-    pub const SND_UNA_ADVANCED: u32 = 1 << 1;
+    pub(crate) const SND_UNA_ADVANCED: u32 = 1 << 1;
     /// New data was SACKed.
-    pub const DATA_SACKED: u32 = 1 << 2;
+    pub(crate) const DATA_SACKED: u32 = 1 << 2;
     /// The ACK carried a valid D-SACK.
-    pub const DSACKING_ACK: u32 = 1 << 3;
+    pub(crate) const DSACKING_ACK: u32 = 1 << 3;
     /// The D-SACK covers the tail loss probe.
-    pub const DSACK_TLP: u32 = 1 << 4;
+    pub(crate) const DSACK_TLP: u32 = 1 << 4;
     /// A retransmitted segment was cumulatively ACKed (RFC 6298 §3: no RTT from the ACK).
-    pub const RETRANS_DATA_ACKED: u32 = 1 << 5;
+    pub(crate) const RETRANS_DATA_ACKED: u32 = 1 << 5;
     /// A never-retransmitted segment below `high_seq` was (S)ACKed.
-    pub const ORIG_SACK_ACKED: u32 = 1 << 6;
+    pub(crate) const ORIG_SACK_ACKED: u32 = 1 << 6;
     /// Re-arm the TLP/RTO timer after processing.
-    pub const SET_XMIT_TIMER: u32 = 1 << 7;
+    pub(crate) const SET_XMIT_TIMER: u32 = 1 << 7;
     /// A retransmission was found lost.
-    pub const LOST_RETRANS: u32 = 1 << 8;
+    pub(crate) const LOST_RETRANS: u32 = 1 << 8;
     /// The ACK probably was a delayed ACK for a lone runt segment.
-    pub const ACK_MAYBE_DELAYED: u32 = 1 << 9;
+    pub(crate) const ACK_MAYBE_DELAYED: u32 = 1 << 9;
 
     /// `FLAG_NOT_DUP` (data, window update or ACKed).
-    pub const NOT_DUP: u32 = DATA_ACKED | SND_UNA_ADVANCED;
+    pub(crate) const NOT_DUP: u32 = DATA_ACKED | SND_UNA_ADVANCED;
     /// `FLAG_CA_ALERT` (no ECN here).
-    pub const CA_ALERT: u32 = DATA_SACKED | DSACKING_ACK;
+    pub(crate) const CA_ALERT: u32 = DATA_SACKED | DSACKING_ACK;
     /// `FLAG_FORWARD_PROGRESS`.
-    pub const FORWARD_PROGRESS: u32 = DATA_ACKED | DATA_SACKED;
+    pub(crate) const FORWARD_PROGRESS: u32 = DATA_ACKED | DATA_SACKED;
 }
 
 /// Counters reported by [`TcpSender::stats`].
@@ -424,6 +424,7 @@ impl TcpSender {
         self.cc.as_ref()
     }
 
+    /// Counters since the sender was built.
     pub fn stats(&self) -> &SenderStats {
         &self.stats
     }

@@ -19,20 +19,44 @@ const UNIT_53: f64 = 1.0 / (1u64 << 53) as f64;
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Distribution {
     /// Always `value`.
-    Constant { value: f64 },
+    Constant {
+        /// The value (≥ 0).
+        value: f64,
+    },
     /// Exponential with the given mean.
-    Exponential { mean: f64 },
+    Exponential {
+        /// The mean (> 0).
+        mean: f64,
+    },
     /// Uniform on `[min, max]` (the LTE study's choice).
-    Uniform { min: f64, max: f64 },
+    Uniform {
+        /// Lower bound (≥ 0).
+        min: f64,
+        /// Upper bound (≥ `min`).
+        max: f64,
+    },
     /// Pareto: `P(X > x) = (min/x)^shape` for `x >= min`; mean `shape·min/(shape − 1)`,
     /// infinite for `shape <= 1`.
-    Pareto { shape: f64, min: f64 },
+    Pareto {
+        /// Shape (tail index) α > 0.
+        shape: f64,
+        /// Scale: the smallest value (> 0).
+        min: f64,
+    },
     /// `exp(N(mu, sigma²))`; mean `exp(mu + sigma²/2)`.
-    Lognormal { mu: f64, sigma: f64 },
+    Lognormal {
+        /// Mean of the underlying normal (of ln X).
+        mu: f64,
+        /// Standard deviation of the underlying normal (≥ 0).
+        sigma: f64,
+    },
     /// Piecewise-linear CDF through `[value, probability]` points: non-decreasing values
     /// and probabilities, the last probability 1. A first probability `p0 > 0` puts mass
     /// `p0` on the first value.
-    Empirical { cdf: Vec<(f64, f64)> },
+    Empirical {
+        /// The `[value, probability]` points, in order.
+        cdf: Vec<(f64, f64)>,
+    },
 }
 
 impl Distribution {
@@ -212,7 +236,7 @@ mod portable {
     const TWO_54: f64 = (1u64 << 54) as f64;
 
     /// Natural logarithm of a finite `x > 0` (0 gives −∞).
-    pub fn ln(x: f64) -> f64 {
+    pub(super) fn ln(x: f64) -> f64 {
         if x == 0.0 {
             return f64::NEG_INFINITY;
         }
@@ -242,7 +266,7 @@ mod portable {
     }
 
     /// e^x.
-    pub fn exp(x: f64) -> f64 {
+    pub(super) fn exp(x: f64) -> f64 {
         if x.is_nan() {
             return x;
         }

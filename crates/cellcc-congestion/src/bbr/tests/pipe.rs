@@ -28,18 +28,18 @@ use std::collections::VecDeque;
 use crate::bbr::{Bbr, BbrConfig, Mode};
 use crate::{Bandwidth, CaEvent, CaState, CongestionControl, Dur, RateSample, Sock, Time};
 
-pub const MSS: u32 = 1448;
+pub(super) const MSS: u32 = 1448;
 
 /// A token-bucket policer in front of the bottleneck.
 #[derive(Clone, Copy, Debug)]
-pub struct Policer {
+pub(super) struct Policer {
     pub rate: Bandwidth,
     pub bucket_bytes: u64,
 }
 
 /// The path.
 #[derive(Clone, Copy, Debug)]
-pub struct Path {
+pub(super) struct Path {
     pub rate: Bandwidth,
     /// RTT of a packet that finds the queue empty (propagation + its own serialisation).
     pub rtt: Dur,
@@ -50,7 +50,7 @@ pub struct Path {
 
 impl Path {
     /// 10 Mbit/s, 40 ms, a queue of 2 BDP (BDP = 34.5 packets of 1448 B).
-    pub fn ten_mbps_40ms() -> Self {
+    pub(super) fn ten_mbps_40ms() -> Self {
         Path {
             rate: Bandwidth::from_bps(10_000_000),
             rtt: Dur::from_ms(40),
@@ -62,7 +62,7 @@ impl Path {
 
 /// What the controller looked like after one ACK.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Step {
+pub(super) struct Step {
     pub t: Time,
     pub mode: Mode,
     pub round: u32,
@@ -104,7 +104,7 @@ struct Packet {
 }
 
 /// The flow, its path and the log of every ACK.
-pub struct Pipe {
+pub(super) struct Pipe {
     pub sock: Sock,
     pub bbr: Bbr,
     pub path: Path,
@@ -125,7 +125,7 @@ pub struct Pipe {
 }
 
 impl Pipe {
-    pub fn new(path: Path, config: BbrConfig) -> Self {
+    pub(super) fn new(path: Path, config: BbrConfig) -> Self {
         let mut sock = Sock::new(MSS, Time::ZERO);
         let mut bbr = Bbr::new(config);
         bbr.init(&mut sock);
@@ -173,7 +173,7 @@ impl Pipe {
     }
 
     /// Run the flow until `end`.
-    pub fn run_until(&mut self, end: Time) {
+    pub(super) fn run_until(&mut self, end: Time) {
         loop {
             let ack = self.next_ack();
             let send = self.next_send();
@@ -368,7 +368,7 @@ impl Pipe {
     }
 
     /// Packets delivered per second over the last `window`, from the log.
-    pub fn goodput_bps(&self, window: Dur) -> u64 {
+    pub(super) fn goodput_bps(&self, window: Dur) -> u64 {
         let end = self.sock.now;
         let start = Time::from_ns(end.as_ns().saturating_sub(window.as_ns()));
         let n = self.log.iter().filter(|s| s.t > start).count() as u64;
@@ -376,7 +376,7 @@ impl Pipe {
     }
 
     /// With `CELLCC_TRACE_DIR` set, write the log as `<dir>/<name>.csv` for plotting.
-    pub fn maybe_write_trace(&self, name: &str) {
+    pub(super) fn maybe_write_trace(&self, name: &str) {
         let Some(dir) = std::env::var_os("CELLCC_TRACE_DIR") else {
             return;
         };

@@ -260,6 +260,8 @@ pub struct Pie<T> {
 }
 
 impl<T> Pie<T> {
+    /// An empty queue with `config` whose random drops are seeded with `seed`, or the error
+    /// [`PieConfig::validate`] finds.
     pub fn new(config: PieConfig, seed: u64) -> Result<Self, AqmConfigError> {
         config.validate()?;
         let limits = Limits {
