@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -13,37 +12,13 @@ import pytest
 from cellcc import catalogue, runner
 from cellcc.sweep import load_sweep
 from cellcc.sweep_report import write_sweep_report
+from helpers import TableHeaders
 
 pytestmark = pytest.mark.usefixtures("native")
 
 
-class _Headers(HTMLParser):
-    """The text of every ``<th>`` of the first ``<table>`` (the summary table)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.headers: list[str] = []
-        self._in_th = False
-        self._tables = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self._tables += 1
-        elif tag == "th" and self._tables == 1:
-            self._in_th = True
-            self.headers.append("")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "th":
-            self._in_th = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_th:
-            self.headers[-1] += data
-
-
 def table_headers(page: Path) -> list[str]:
-    parser = _Headers()
+    parser = TableHeaders(first_table_only=True)
     parser.feed(page.read_text(encoding="utf-8"))
     return [h.strip() for h in parser.headers]
 
