@@ -1,8 +1,6 @@
 """The ``ack_gap`` report view: per-run ACK-gap histograms, their dataset, the figure,
 and reports that list several views (César Fig. 6 end to end)."""
 
-from html.parser import HTMLParser
-
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -11,6 +9,7 @@ from cellcc import runner
 from cellcc.cli import app
 from cellcc.sweep import load_sweep
 from cellcc.sweep_report import report_options
+from helpers import Images
 
 cli = CliRunner()
 
@@ -29,16 +28,6 @@ scheduling = { preset = "lte-fdd-sr5" }
 [report]
 view = ["table", "ack_gap"]
 """
-
-
-class Images(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.src = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "img":
-            self.src.append(dict(attrs)["src"])
 
 
 def test_ack_gap_counts_bins_each_flow_and_pools_long_gaps_in_the_last_bin():

@@ -10,21 +10,13 @@ from typer.testing import CliRunner
 
 from cellcc import api, synthetic
 from cellcc.cli import app
+from helpers import assert_one_line_error
 
 runner = CliRunner()
 
 
 def invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
-
-
-def assert_one_line_error(result, *needles):
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0]
 
 
 @pytest.fixture

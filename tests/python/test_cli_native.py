@@ -1,13 +1,12 @@
 """The command line end to end through the compiled core."""
 
-from html.parser import HTMLParser
-
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from cellcc import api, synthetic
 from cellcc.cli import app
+from helpers import Images
 
 pytestmark = pytest.mark.usefixtures("native")
 runner = CliRunner()
@@ -15,16 +14,6 @@ runner = CliRunner()
 
 def invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
-
-
-class Images(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.src = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "img":
-            self.src.append(dict(attrs)["src"])
 
 
 def test_run_scenario_file(tmp_path):

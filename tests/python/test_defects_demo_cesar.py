@@ -3,35 +3,15 @@ scheduling pattern) and includes a scheduled path on which César's mechanism sh
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from cellcc.demo import run_demo
+from helpers import TableHeaders
 
 pytestmark = pytest.mark.usefixtures("native")
-
-
-class _Headers(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.headers: list[str] = []
-        self._in_th = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "th":
-            self._in_th = True
-            self.headers.append("")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "th":
-            self._in_th = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_th:
-            self.headers[-1] += data
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +48,7 @@ def test_demo_has_a_scheduled_path_where_cesar_differs_from_bbr(demo):
 
 
 def test_report_tables_show_the_phase(demo):
-    parser = _Headers()
+    parser = TableHeaders()
     parser.feed((demo / "index.html").read_text(encoding="utf-8"))
     assert parser.headers.count("final CC phase") >= 2, parser.headers
 

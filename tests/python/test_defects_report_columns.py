@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -13,38 +12,15 @@ import pytest
 from cellcc import catalogue, runner
 from cellcc.sweep import load_sweep
 from cellcc.sweep_report import write_sweep_report
+from helpers import TableHeaders
 
 pytestmark = pytest.mark.usefixtures("native")
-
-
-class _Headers(HTMLParser):
-    """The text of every ``<th>`` of each ``<table>``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[list[str]] = []
-        self._in_th = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "th" and self.tables:
-            self._in_th = True
-            self.tables[-1].append("")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "th":
-            self._in_th = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_th:
-            self.tables[-1][-1] += data
 
 
 def table_headers(page: Path) -> list[str]:
     """The headers of the summary table: the first after the scorecard (whose first
     column is the claim)."""
-    parser = _Headers()
+    parser = TableHeaders()
     parser.feed(page.read_text(encoding="utf-8"))
     tables = [[h.strip() for h in headers] for headers in parser.tables]
     return next(headers for headers in tables if headers and headers[0] != "claim")

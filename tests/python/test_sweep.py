@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from cellcc import runner
 from cellcc.cli import app
 from cellcc.sweep import expand, load_sweep
+from helpers import assert_one_line_error
 
 cli = CliRunner()
 pytestmark = pytest.mark.usefixtures("native")
@@ -40,15 +41,6 @@ def write(tmp_path: Path, text: str, name: str = "sweep.toml") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def assert_one_line_error(result, *needles):
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 # -- expansion ------------------------------------------------------------------------

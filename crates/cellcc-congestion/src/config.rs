@@ -30,6 +30,24 @@ impl ConfigError {
     }
 }
 
+/// The first of `checks`, `(field, value, lo, hi)`, whose value is outside `lo..=hi`, as
+/// an error of `scheme` naming the field; `Ok` when all are inside.
+pub(crate) fn check_ranges<T: PartialOrd + fmt::Display + Copy>(
+    scheme: &'static str,
+    checks: impl IntoIterator<Item = (&'static str, T, T, T)>,
+) -> Result<(), ConfigError> {
+    for (field, v, lo, hi) in checks {
+        if !(lo..=hi).contains(&v) {
+            return Err(ConfigError::new(
+                scheme,
+                field,
+                format!("{v} is outside {lo}..={hi}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}: {}", self.scheme, self.field, self.reason)

@@ -178,18 +178,16 @@ impl LedbatConfig {
                 format!("{} is outside (0, 1] (RFC 6817: GAIN ≤ 1)", self.gain),
             );
         }
-        for (field, v, lo, hi) in [
-            ("base_history", self.base_history, 1, 1000),
-            ("current_filter", self.current_filter, 1, 1000),
-            ("init_cwnd", self.init_cwnd, 1, 10_000),
-            ("min_cwnd", self.min_cwnd, 1, 10_000),
-            ("allowed_increase", self.allowed_increase, 1, 10_000),
-        ] {
-            if !(lo..=hi).contains(&v) {
-                return err(field, format!("{v} is outside {lo}..={hi}"));
-            }
-        }
-        Ok(())
+        crate::config::check_ranges(
+            "ledbat",
+            [
+                ("base_history", self.base_history, 1, 1000),
+                ("current_filter", self.current_filter, 1, 1000),
+                ("init_cwnd", self.init_cwnd, 1, 10_000),
+                ("min_cwnd", self.min_cwnd, 1, 10_000),
+                ("allowed_increase", self.allowed_increase, 1, 10_000),
+            ],
+        )
     }
 }
 

@@ -219,8 +219,7 @@ mod tests {
     }
 
     fn parse(pairs: &[(&str, u32)]) -> Result<NewRenoConfig, serde::de::value::Error> {
-        let map = serde::de::value::MapDeserializer::new(pairs.iter().copied());
-        serde::Deserialize::deserialize(map)
+        crate::testing::from_pairs(pairs)
     }
 
     #[test]

@@ -267,6 +267,38 @@ impl<C: Controller> Driver<C> {
     }
 }
 
+/// A socket at time zero with [`MSS`]-byte packets, cwnd-limited at `cwnd` with
+/// `ssthresh`, after a full window went out (`max_packets_out = cwnd`): where the
+/// formula tests that call a controller's hooks by hand start.
+pub fn cwnd_limited_sock(cwnd: u32, ssthresh: u32) -> Sock {
+    let mut s = Sock::new(MSS, Time::ZERO);
+    s.cwnd = cwnd;
+    s.ssthresh = ssthresh;
+    s.is_cwnd_limited = true;
+    s.max_packets_out = cwnd;
+    s
+}
+
+/// `pkts_acked` alone, for `pkts` packets carrying RTT sample `rtt`, with cwnd in
+/// flight.
+pub fn pkts_acked(cc: &mut impl CongestionControl, sock: &mut Sock, pkts: u32, rtt: Option<Dur>) {
+    let sample = AckSample {
+        pkts_acked: pkts,
+        rtt,
+        in_flight: sock.cwnd,
+    };
+    cc.pkts_acked(sock, &sample);
+}
+
+/// A configuration read from `(key, value)` pairs, as a scenario's `params` table with
+/// integer values deserializes.
+pub fn from_pairs<T: serde::de::DeserializeOwned>(
+    pairs: &[(&str, u32)],
+) -> Result<T, serde::de::value::Error> {
+    let map = serde::de::value::MapDeserializer::new(pairs.iter().copied());
+    T::deserialize(map)
+}
+
 /// Linux's rule that a congestion control provides `cong_avoid` or `cong_control`
 /// (`tcp_validate_congestion_control`), checked by behaviour: an algorithm that does not
 /// own cwnd must raise it on an ACK of a cwnd-limited flow in slow start (Open state,

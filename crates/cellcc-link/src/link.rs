@@ -260,19 +260,14 @@ impl<T> Link<T> {
             });
             return EnqueueResult::Accepted;
         }
+        let framing = self.service.framing_bytes();
         let max = self.service.max_charged_bytes();
-        let charged = ip_len
-            .checked_add(self.service.framing_bytes())
-            .filter(|&charged| max.is_none_or(|max| charged <= max));
-        let Some(charged_bytes) = charged else {
-            self.stats.drops_too_big += 1;
-            return EnqueueResult::Dropped(item);
-        };
-        let packet = Queued {
-            item,
-            ip_len,
-            charged_bytes,
-            enqueued_at: now,
+        let packet = match Queued::charged(item, ip_len, now, framing, max) {
+            Ok(packet) => packet,
+            Err(item) => {
+                self.stats.drops_too_big += 1;
+                return EnqueueResult::Dropped(item);
+            }
         };
         let drops_before = self.drops.len();
         if let Err(rejected) = self.queue.enqueue(now, packet, &mut self.drops) {

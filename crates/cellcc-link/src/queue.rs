@@ -44,6 +44,33 @@ pub struct Queued<T> {
     pub enqueued_at: Time,
 }
 
+impl<T> Queued<T> {
+    /// `item` of `ip_len` bytes arriving at `now` on a link that adds `framing_bytes` to
+    /// each packet and carries at most `max_charged_bytes` of one (`None`: any size);
+    /// `Err(item)` when the charged size is larger than that or overflows.
+    #[inline]
+    pub(crate) fn charged(
+        item: T,
+        ip_len: u32,
+        now: Time,
+        framing_bytes: u32,
+        max_charged_bytes: Option<u32>,
+    ) -> Result<Self, T> {
+        let charged = ip_len
+            .checked_add(framing_bytes)
+            .filter(|&charged| max_charged_bytes.is_none_or(|max| charged <= max));
+        match charged {
+            Some(charged_bytes) => Ok(Queued {
+                item,
+                ip_len,
+                charged_bytes,
+                enqueued_at: now,
+            }),
+            None => Err(item),
+        }
+    }
+}
+
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

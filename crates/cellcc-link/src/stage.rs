@@ -65,6 +65,30 @@ impl<T> HeldPackets<T> {
     }
 }
 
+/// The [`Stage`] methods of a stage that keeps its packets in a `held: HeldPackets<T>`
+/// field until the release time its `push` computed, and never drops one: everything
+/// but `push`, expanded inside the stage's `impl<T> Stage<T>` block.
+macro_rules! held_stage_methods {
+    () => {
+        fn advance(&mut self, now: ::cellcc_units::Time) {
+            self.held.advance(now);
+        }
+        fn pop_output(&mut self) -> Option<$crate::stage::Released<T>> {
+            self.held.pop_output()
+        }
+        fn pop_drop(&mut self) -> Option<$crate::queue::DroppedPacket<T>> {
+            None
+        }
+        fn next_wakeup(&self) -> Option<::cellcc_units::Time> {
+            self.held.next_wakeup()
+        }
+        fn len(&self) -> usize {
+            self.held.len()
+        }
+    };
+}
+pub(crate) use held_stage_methods;
+
 /// Fixed propagation delay as a stage (what [`crate::DelayLine`] does, carrying IP
 /// lengths): release rule `now + delay`.
 #[derive(Clone, Debug)]
@@ -92,21 +116,7 @@ impl<T> Stage<T> for Delay<T> {
         );
         self.held.push(release, (item, ip_len));
     }
-    fn advance(&mut self, now: Time) {
-        self.held.advance(now);
-    }
-    fn pop_output(&mut self) -> Option<Released<T>> {
-        self.held.pop_output()
-    }
-    fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
-        None
-    }
-    fn next_wakeup(&self) -> Option<Time> {
-        self.held.next_wakeup()
-    }
-    fn len(&self) -> usize {
-        self.held.len()
-    }
+    held_stage_methods!();
 }
 
 #[cfg(test)]

@@ -5,46 +5,48 @@
 //! grant at `s + G`; the granted block goes out at `tx = g + K` (next uplink time under
 //! TDD).
 
+mod common;
+
 use cellcc_link::{
-    BurstStats, DownlinkGate, DownlinkGateConfig, Link, LinkService, QueueSpec, Released,
-    SchedulingConfig, Stage, TddConfig, TddOverride, UplinkGrant, UplinkGrantConfig, PRESETS,
+    BurstStats, DownlinkGate, DownlinkGateConfig, SchedulingConfig, Stage, TddConfig, TddOverride,
+    UplinkGrant, UplinkGrantConfig, PRESETS,
 };
-use cellcc_units::{Bandwidth, Dur, Time};
+use cellcc_units::{Dur, Time};
+use common::{constant_link, run_stage};
 
 fn us(t: u64) -> Time {
     Time::from_us(t)
 }
 
-/// Drives `stage` event by event: before each arrival, every wake-up due by then is run;
-/// then the arrival is pushed; at the end every remaining wake-up. Returns `(item,
-/// release time)` in release order, checking each release happens at its wake-up.
+/// [`run_stage`] with 52-byte packets (ACKs).
 fn run<S: Stage<u32>>(stage: &mut S, arrivals: &[Time]) -> Vec<(u32, Time)> {
-    let mut out = Vec::new();
-    let mut drain = |stage: &mut S, until: Option<Time>| {
-        while let Some(t) = stage
-            .next_wakeup()
-            .filter(|&t| until.is_none_or(|u| t <= u))
-        {
-            stage.advance(t);
-            while let Some(Released { item, at, .. }) = stage.pop_output() {
-                assert_eq!(at, t, "released at its wake-up");
-                out.push((item, at));
-            }
-        }
-    };
-    for (id, &a) in arrivals.iter().enumerate() {
-        drain(stage, Some(a));
-        stage.push(a, id as u32, 52);
-    }
-    drain(stage, None);
-    assert!(stage.is_empty());
-    out
+    run_stage(stage, arrivals, 52)
 }
 
 fn release_times(out: &[(u32, Time)]) -> Vec<Time> {
     // Gates never reorder.
     assert!(out.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     out.iter().map(|&(_, t)| t).collect()
+}
+
+/// The TDD pattern DDDSU of NR with 0.5 ms slots: uplink [2.0, 2.5) of every 2.5 ms.
+fn dddsu() -> Option<TddConfig> {
+    Some(TddConfig {
+        period_ms: 2.5,
+        dl_ms: 2.0,
+    })
+}
+
+/// The most populated bin of 0.5 ms gap bins other than the first ([0, 0.5) ms): its
+/// start (ms) and count.
+fn dominant_nonzero_bin(bins: &[u64]) -> (f64, u64) {
+    let (peak_bin, peak) = bins[1..]
+        .iter()
+        .enumerate()
+        .max_by_key(|&(_, &n)| n)
+        .map(|(i, &n)| (i + 1, n))
+        .unwrap();
+    (peak_bin as f64 * 0.5, peak)
 }
 
 fn gate(cfg: &UplinkGrantConfig) -> UplinkGrant<u32> {
@@ -135,10 +137,7 @@ fn grant_gate_sends_and_transmits_only_in_uplink_time() {
     // TDD DDDSU: uplink [2.0, 2.5) of every 2.5 ms. SR every 5 ms at offset 2.0, G = K = 1.
     // 0.3: SR at 2.0 → grant 3.0 → 3.0 + 1 = 4.0 is downlink → tx at 4.5.
     // 3.2: after the grant → SR at 7.0 → grant 8.0 → 9.0 is downlink → tx 9.5.
-    let tdd = Some(TddConfig {
-        period_ms: 2.5,
-        dl_ms: 2.0,
-    });
+    let tdd = dddsu();
     let cfg = UplinkGrantConfig {
         sr_period_ms: 5.0,
         sr_offset_ms: 2.0,
@@ -228,13 +227,7 @@ fn ack_gap_histogram_peaks_at_the_sr_period() {
     for (period_ms, g_ms, k_ms) in [(5.0, 4.0, 4.0), (2.5, 4.0, 0.0), (8.0, 4.0, 4.0)] {
         let (bins, gaps) = gap_histogram(&lte(period_ms, g_ms, k_ms));
         let near_zero = bins[0] as f64 / gaps as f64;
-        let (peak_bin, peak) = bins[1..]
-            .iter()
-            .enumerate()
-            .max_by_key(|&(_, &n)| n)
-            .map(|(i, &n)| (i + 1, n))
-            .unwrap();
-        let peak_ms = peak_bin as f64 * 0.5;
+        let (peak_ms, peak) = dominant_nonzero_bin(&bins);
         println!(
             "SR {period_ms} ms, G {g_ms} ms, K {k_ms} ms: {gaps} gaps, {:.1} % in [0, 0.5) ms, \
              dominant non-zero bin [{peak_ms}, {}) ms with {peak} gaps ({:.1} % of non-zero)",
@@ -340,13 +333,7 @@ fn every_preset_gives_its_scheduling_unit() {
             bins[usize::min(((w[1] - w[0]).as_us() / 500) as usize, 200)] += 1;
         }
         let gaps = acks.len() as u64 - 1;
-        let (peak_bin, peak) = bins[1..]
-            .iter()
-            .enumerate()
-            .max_by_key(|&(_, &n)| n)
-            .map(|(i, &n)| (i + 1, n))
-            .unwrap();
-        let peak_ms = peak_bin as f64 * 0.5;
+        let (peak_ms, peak) = dominant_nonzero_bin(&bins);
         println!(
             "{name:>17}: {:5.1} % of ACK gaps < 0.5 ms; dominant gap [{peak_ms}, {}) ms, \
              {:.1} % of the non-zero gaps",
@@ -390,10 +377,7 @@ fn downlink_gate_serves_every_k_ttis() {
 fn downlink_gate_follows_the_tdd_pattern() {
     // NR, 0.5 ms slots, DDDSU: slots at 0, 0.5, 1.0, 1.5 are downlink, 2.0 is uplink.
     // 1.5 → 1.5; 1.6 → (2.0 is uplink) 2.5; 2.2 → 2.5; 4.9 → 5.0; 4.0 → 4.0.
-    let tdd = Some(TddConfig {
-        period_ms: 2.5,
-        dl_ms: 2.0,
-    });
+    let tdd = dddsu();
     let cfg = DownlinkGateConfig {
         tti_ms: 0.5,
         dl_every_ttis: 1,
@@ -425,10 +409,7 @@ fn downlink_gate_keeps_the_link_capacity() {
     // A 12 Mbit/s link (1 ms per 1500-byte packet) loaded with 2000 packets at once,
     // then a gate serving every 8 TTIs: everything comes out, each packet at most 8 ms
     // after it left the link, and the long-run rate is the link's.
-    let mut link: Link<u32> = Link::new(
-        LinkService::constant(Bandwidth::from_mbps(12.0)),
-        QueueSpec::Infinite,
-    );
+    let mut link = constant_link(12.0);
     for id in 0..2000 {
         assert_eq!(
             link.enqueue(Time::ZERO, id, 1500),
@@ -682,13 +663,7 @@ fn presets_carry_their_advertised_parameters() {
     assert_eq!(burst.uplink.proactive_grant_period_ms, Some(8.0));
     let nr = get("nr-tdd-2.5ms");
     assert_eq!(nr.downlink.tti_ms, 0.5);
-    assert_eq!(
-        nr.downlink.tdd,
-        Some(TddConfig {
-            period_ms: 2.5,
-            dl_ms: 2.0
-        })
-    );
+    assert_eq!(nr.downlink.tdd, dddsu());
     assert_eq!(nr.uplink.proactive_grant_period_ms, Some(2.5));
     assert_eq!(
         get("nr-tdd-2.5ms-sr5").uplink.proactive_grant_period_ms,

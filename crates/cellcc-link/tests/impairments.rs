@@ -2,16 +2,20 @@
 //! delay. Worked numbers are in the comments; statistical checks allow 5 standard
 //! deviations and print what they measured.
 
+mod common;
+
 use std::sync::Arc;
 
 use cellcc_link::{
     DroppedPacket, EnqueueResult, GilbertElliottConfig, Harq, HarqConfig, Jitter, JitterConfig,
     Link, LinkService, LossConfig, LossModel, OutageConfig, OutageKind, OutageWindow, Outages,
-    QueueSpec, Released, Stage, Trace, TraceMode,
+    QueueSpec, Stage, Trace, TraceMode,
 };
-use cellcc_units::{Bandwidth, Time};
+use cellcc_units::Time;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
+
+use common::run_stage;
 
 fn ms(t: u64) -> Time {
     Time::from_ms(t)
@@ -32,10 +36,7 @@ fn every_ms_link() -> Link<u32> {
 
 /// 12 Mbit/s: a 1500-byte packet takes exactly 1 ms.
 fn constant_link() -> Link<u32> {
-    Link::new(
-        LinkService::constant(Bandwidth::from_mbps(12.0)),
-        QueueSpec::Infinite,
-    )
+    common::constant_link(12.0)
 }
 
 fn outage(start_ms: u64, end_ms: u64, kind: OutageKind) -> Outages {
@@ -79,32 +80,46 @@ fn drive(link: &mut Link<u32>, arrivals: &[(Time, u32)], until: Time) -> (Timeli
     (departed, dropped)
 }
 
+/// [`every_ms_link`] with a `kind` outage over [1 s, 3 s).
+fn every_ms_link_with_outage(kind: OutageKind) -> Link<u32> {
+    let mut link = every_ms_link();
+    link.set_outages(outage(1000, 3000, kind));
+    link
+}
+
+/// Packets 0-3 at 998.5 ms (just before the window), 4 and 5 at 1500 ms (inside it),
+/// then one packet at each of `later` (ids from 6).
+fn arrivals_around_the_window(later: &[Time]) -> Vec<(Time, u32)> {
+    let before = (0..4).map(|id| (us(998_500), id));
+    let inside = (4..6).map(|id| (ms(1500), id));
+    let after = later.iter().zip(6..).map(|(&at, id)| (at, id));
+    before.chain(inside).chain(after).collect()
+}
+
+/// The next wake-up of [`every_ms_link_with_outage`] after packets 0-3 arrived at
+/// 998.5 ms and the first left at 999 ms.
+fn wakeup_after_the_first_departure(kind: OutageKind) -> Option<Time> {
+    let mut probe = every_ms_link_with_outage(kind);
+    for (at, id) in &arrivals_around_the_window(&[])[..4] {
+        assert_eq!(probe.enqueue(*at, *id, 1500), EnqueueResult::Accepted);
+    }
+    probe.advance(ms(999));
+    probe.next_wakeup()
+}
+
 #[test]
 fn a_stall_on_a_trace_link_buffers_and_delivers_after_it() {
     // Stall [1 s, 3 s). Opportunities every ms; a 1500-byte packet fills one.
     // 998.5 ms: packets 0-3 → 0 at 999 ms; 1, 2, 3 wait; the opportunity at 3000 ms is
     // outside the window → 3000, 3001, 3002. 1500 ms: 4, 5 → 3003, 3004.
     // 2999.5 ms: 6 → 3005. 3010.5 ms: 7 → 3011 (the link is idle again by then).
-    let mut link = every_ms_link();
-    link.set_outages(outage(1000, 3000, OutageKind::Stall));
-    let arrivals = [
-        (us(998_500), 0),
-        (us(998_500), 1),
-        (us(998_500), 2),
-        (us(998_500), 3),
-        (ms(1500), 4),
-        (ms(1500), 5),
-        (us(2_999_500), 6),
-        (us(3_010_500), 7),
-    ];
+    let mut link = every_ms_link_with_outage(OutageKind::Stall);
+    let arrivals = arrivals_around_the_window(&[us(2_999_500), us(3_010_500)]);
     // No wake-up inside the window.
-    let mut probe = every_ms_link();
-    probe.set_outages(outage(1000, 3000, OutageKind::Stall));
-    for (at, id) in &arrivals[..4] {
-        assert_eq!(probe.enqueue(*at, *id, 1500), EnqueueResult::Accepted);
-    }
-    probe.advance(ms(999));
-    assert_eq!(probe.next_wakeup(), Some(ms(3000)));
+    assert_eq!(
+        wakeup_after_the_first_departure(OutageKind::Stall),
+        Some(ms(3000))
+    );
 
     let (departed, dropped) = drive(&mut link, &arrivals, ms(5000));
     let expect: Vec<(u32, Time)> = [
@@ -163,25 +178,10 @@ fn a_drop_outage_flushes_the_link_and_loses_arrivals() {
     // 998.5 ms: 0-3 → 0 departs at 999 ms; 1, 2, 3 are flushed at 1000 ms.
     // 1500 ms: 4, 5 are lost on arrival. 3000 ms: 6 arrives as the window ends, cannot
     // use the opportunity at its own instant → 3001 ms.
-    let mut link = every_ms_link();
-    link.set_outages(outage(1000, 3000, OutageKind::Drop));
-    let arrivals = [
-        (us(998_500), 0),
-        (us(998_500), 1),
-        (us(998_500), 2),
-        (us(998_500), 3),
-        (ms(1500), 4),
-        (ms(1500), 5),
-        (ms(3000), 6),
-    ];
-    let mut probe = every_ms_link();
-    probe.set_outages(outage(1000, 3000, OutageKind::Drop));
-    for (at, id) in &arrivals[..4] {
-        assert_eq!(probe.enqueue(*at, *id, 1500), EnqueueResult::Accepted);
-    }
-    probe.advance(ms(999));
+    let mut link = every_ms_link_with_outage(OutageKind::Drop);
+    let arrivals = arrivals_around_the_window(&[ms(3000)]);
     assert_eq!(
-        probe.next_wakeup(),
+        wakeup_after_the_first_departure(OutageKind::Drop),
         Some(ms(1000)),
         "the flush is a wake-up"
     );
@@ -382,26 +382,10 @@ fn loss_configs_build_and_name_bad_keys() {
 /// Pushes `arrivals` through `stage` and returns `(id, arrival, release)` in release
 /// order.
 fn through<S: Stage<u32>>(stage: &mut S, arrivals: &[Time]) -> Vec<(u32, Time, Time)> {
-    let mut out = Vec::new();
-    let mut collect = |stage: &mut S, until: Option<Time>| {
-        while let Some(t) = stage
-            .next_wakeup()
-            .filter(|&t| until.is_none_or(|u| t <= u))
-        {
-            stage.advance(t);
-            while let Some(Released { item, at, .. }) = stage.pop_output() {
-                assert_eq!(at, t);
-                out.push((item, arrivals[item as usize], at));
-            }
-        }
-    };
-    for (id, &a) in arrivals.iter().enumerate() {
-        collect(stage, Some(a));
-        stage.push(a, id as u32, 100);
-    }
-    collect(stage, None);
-    assert!(stage.is_empty());
-    out
+    run_stage(stage, arrivals, 100)
+        .into_iter()
+        .map(|(item, at)| (item, arrivals[item as usize], at))
+        .collect()
 }
 
 fn mean_extra_ms(out: &[(u32, Time, Time)]) -> f64 {

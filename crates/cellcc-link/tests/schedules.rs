@@ -10,7 +10,7 @@ use cellcc_link::{
     OPPORTUNITY_BYTES,
 };
 use cellcc_units::{Bandwidth, Dur, Time};
-use common::{ms, run_until, trace_link};
+use common::{constant_link, ms, run_until, trace_link};
 
 const LOOP: TraceMode = TraceMode::Loop;
 const ONCE: TraceMode = TraceMode::Once;
@@ -195,10 +195,7 @@ fn h_packets_larger_than_an_opportunity_are_refused() {
     );
 
     // A constant-rate link has no opportunity size.
-    let mut constant: Link<u32> = Link::new(
-        LinkService::constant(Bandwidth::from_mbps(10.0)),
-        QueueSpec::Infinite,
-    );
+    let mut constant = constant_link(10.0);
     assert_eq!(constant.max_ip_len(), None);
     accept(&mut constant, Time::ZERO, 0, 9000);
 }
@@ -317,10 +314,7 @@ fn late_advance_keeps_opportunity_times() {
 #[test]
 fn j_constant_rate_serialises_back_to_back_and_restarts_after_idle() {
     // 1500 bytes at 12 Mbit/s = 12000 bits / 12e6 bit/s = 1 ms.
-    let mut link: Link<u32> = Link::new(
-        LinkService::constant(Bandwidth::from_mbps(12.0)),
-        QueueSpec::Infinite,
-    );
+    let mut link = constant_link(12.0);
     for id in 0..3 {
         accept(&mut link, Time::ZERO, id, 1500);
     }

@@ -85,24 +85,18 @@ pub fn flow_seed(master: u64, flow: u32) -> u64 {
 mod tests {
     use super::*;
 
+    /// The first four numbers of stream `kind` under seed `master`.
+    fn first_four(master: u64, kind: Stream) -> Vec<u64> {
+        let mut r = stream(master, kind);
+        (0..4).map(|_| r.next_u64()).collect()
+    }
+
     #[test]
     fn streams_are_reproducible_and_distinct() {
-        let a: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(7, Stream::DownlinkLoss), |r, _| Some(r.next_u64()))
-            .collect();
-        let b: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(7, Stream::DownlinkLoss), |r, _| Some(r.next_u64()))
-            .collect();
-        let c: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(7, Stream::UplinkLoss), |r, _| Some(r.next_u64()))
-            .collect();
-        let d: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(stream(8, Stream::DownlinkLoss), |r, _| Some(r.next_u64()))
-            .collect();
+        let a = first_four(7, Stream::DownlinkLoss);
+        let b = first_four(7, Stream::DownlinkLoss);
+        let c = first_four(7, Stream::UplinkLoss);
+        let d = first_four(8, Stream::DownlinkLoss);
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);

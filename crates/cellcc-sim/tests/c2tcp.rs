@@ -7,72 +7,14 @@
 //! each run's time series into DIR.
 
 mod common;
-use common::{simulate, traces_dir};
+use common::{
+    all_traces, conserved, constant_link, mean_qdelay, partner, same_results, show, simulate,
+    trace_link, traces_dir,
+};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::{Scenario, SimOutput};
-
-/// 12 Mbit/s downlink, 10 ms each way (20 ms propagation RTT), infinite buffer.
-fn constant_link(scheme: &str, params: &str, duration_s: f64) -> String {
-    format!(
-        "duration_s = {duration_s}\nseed = 1\n[downlink]\nrate_mbps = 12.0\ndelay_ms = 10.0\n\
-         queue = {{ kind = \"infinite\" }}\n[uplink]\nrate_mbps = 100.0\ndelay_ms = 10.0\n\
-         [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n"
-    )
-}
-
-/// A trace-driven path as in the JSAC evaluation (§VII-C): 10 ms each way, a droptail
-/// downlink buffer of `buffer_bytes`; the uplink is `up`, or 100 Mbit/s when there is
-/// no trace for it.
-fn trace_link(
-    down: &Path,
-    up: Option<&Path>,
-    buffer_bytes: u64,
-    scheme: &str,
-    params: &str,
-    duration_s: f64,
-) -> String {
-    let uplink = match up {
-        Some(up) => format!("trace = \"{}\"", up.display()),
-        None => "rate_mbps = 100.0".to_string(),
-    };
-    format!(
-        "duration_s = {duration_s}\nseed = 1\n[downlink]\ntrace = \"{}\"\ndelay_ms = 10.0\n\
-         queue = {{ kind = \"droptail\", bytes = {buffer_bytes} }}\n\
-         [uplink]\n{uplink}\ndelay_ms = 10.0\n\
-         [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n",
-        down.display()
-    )
-}
-
-fn show(label: &str, r: &SummaryRow) {
-    println!(
-        "{label}: throughput {:.3} Mbit/s, utilisation {:.3}, RTT mean {:.1} ms (p95 {:.1}, \
-         min {:.1}), queueing delay mean {:.1} ms (p95 {:.1}), drops {}, RTOs {}",
-        r.throughput_mbps,
-        r.utilisation.unwrap_or(f64::NAN),
-        r.rtt_mean_ms.unwrap_or(f64::NAN),
-        r.rtt_p95_ms.unwrap_or(f64::NAN),
-        r.rtt_min_ms.unwrap_or(f64::NAN),
-        r.qdelay_mean_ms.unwrap_or(f64::NAN),
-        r.qdelay_p95_ms.unwrap_or(f64::NAN),
-        r.drops,
-        r.rtos
-    );
-}
-
-/// Mean queueing delay of flow 0 over bins whose start lies in `[from_s, to_s)`.
-fn mean_qdelay(out: &SimOutput, from_s: f64, to_s: f64) -> f64 {
-    let ts = &out.timeseries;
-    let v: Vec<f64> = (0..ts.len())
-        .filter(|&i| ts.flow[i] == 0 && ts.t_s[i] >= from_s && ts.t_s[i] < to_s)
-        .filter_map(|i| ts.qdelay_ms[i])
-        .collect();
-    assert!(!v.is_empty(), "no delay samples in [{from_s}, {to_s})");
-    v.iter().sum::<f64>() / v.len() as f64
-}
 
 /// JSAC Eq. (15): in steady state the mean RTT stays below 1.5 × Setpoint. The Tuner is
 /// off so that α, and with it the Setpoint, is fixed as the analysis assumes. α = 2 is
@@ -281,6 +223,21 @@ fn buffer_sweep(dir: &Path, trace: &str, scheme: &str, buffers: &[u64]) -> Vec<f
 
 const BUFFERS: [u64; 5] = [75_000, 150_000, 375_000, 750_000, 1_500_000];
 
+/// The sweep over `BUFFERS` for C2TCP and CUBIC on `trace`, printed; checks that CUBIC's
+/// mean queueing delay grows with the buffer (monotone, and at least 5× from the
+/// smallest to the largest). Returns (C2TCP's, CUBIC's) delays.
+fn sweep_c2tcp_and_cubic(dir: &Path, trace: &str) -> (Vec<f64>, Vec<f64>) {
+    let c2tcp = buffer_sweep(dir, trace, "c2tcp", &BUFFERS);
+    let cubic = buffer_sweep(dir, trace, "cubic", &BUFFERS);
+    println!("{trace}: mean queueing delay c2tcp {c2tcp:.1?} ms, cubic {cubic:.1?} ms");
+    assert!(
+        cubic.windows(2).all(|w| w[1] > w[0]),
+        "{trace}: cubic queueing delay must grow with the buffer: {cubic:?}"
+    );
+    assert!(cubic[4] >= 5.0 * cubic[0], "{trace}: {cubic:?}");
+    (c2tcp, cubic)
+}
+
 /// JSAC Fig. 21 trend on Verizon LTE (downlink): from a 75 KB to a 1.5 MB buffer
 /// C2TCP's mean queueing delay stays within +20 % of its smallest value, while CUBIC's
 /// grows with the buffer (monotone, and at least 5× from the smallest to the largest).
@@ -288,20 +245,13 @@ const BUFFERS: [u64; 5] = [75_000, 150_000, 375_000, 750_000, 1_500_000];
 fn queueing_delay_is_insensitive_to_buffer_size_unlike_cubic() {
     let Some(dir) = traces_dir() else { return };
     let trace = "Verizon-LTE-short";
-    let c2tcp = buffer_sweep(&dir, trace, "c2tcp", &BUFFERS);
-    let cubic = buffer_sweep(&dir, trace, "cubic", &BUFFERS);
-    println!("{trace}: mean queueing delay c2tcp {c2tcp:.1?} ms, cubic {cubic:.1?} ms");
+    let (c2tcp, _) = sweep_c2tcp_and_cubic(&dir, trace);
     let lo = c2tcp.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = c2tcp.iter().copied().fold(0.0, f64::max);
     assert!(
         hi <= 1.2 * lo,
         "{trace}: c2tcp queueing delay varies with the buffer: {c2tcp:?}"
     );
-    assert!(
-        cubic.windows(2).all(|w| w[1] > w[0]),
-        "{trace}: cubic queueing delay must grow with the buffer: {cubic:?}"
-    );
-    assert!(cubic[4] >= 5.0 * cubic[0], "{trace}: {cubic:?}");
 }
 
 /// The same sweep on T-Mobile LTE, reported only for C2TCP: this trace runs at about
@@ -312,29 +262,15 @@ fn queueing_delay_is_insensitive_to_buffer_size_unlike_cubic() {
 fn buffer_sweep_on_tmobile_lte() {
     let Some(dir) = traces_dir() else { return };
     let trace = "TMobile-LTE-short";
-    let c2tcp = buffer_sweep(&dir, trace, "c2tcp", &BUFFERS);
-    let cubic = buffer_sweep(&dir, trace, "cubic", &BUFFERS);
-    println!("{trace}: mean queueing delay c2tcp {c2tcp:.1?} ms, cubic {cubic:.1?} ms");
-    assert!(
-        cubic.windows(2).all(|w| w[1] > w[0]),
-        "{trace}: cubic queueing delay must grow with the buffer: {cubic:?}"
-    );
-    assert!(cubic[4] >= 5.0 * cubic[0], "{trace}: {cubic:?}");
+    sweep_c2tcp_and_cubic(&dir, trace);
 }
 
 /// Every Mahimahi trace, as the data direction with its partner (if any) carrying the
 /// ACKs, for both versions, both fidelities and both bases: no panic, data delivered,
-/// packets conserved, and the same seed gives an identical summary.
+/// packets conserved, and the same seed gives an identical summary and time series.
 #[test]
 fn runs_on_every_trace_deterministically() {
-    let Some(dir) = traces_dir() else { return };
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "down" || e == "up"))
-        .collect();
-    traces.sort();
-    assert!(!traces.is_empty(), "no traces in {}", dir.display());
+    let Some(traces) = all_traces() else { return };
     let configs = [
         ("c2tcp", ""),
         ("c2tcp", "fidelity = \"linux\""),
@@ -349,10 +285,7 @@ fn runs_on_every_trace_deterministically() {
                 continue;
             }
         }
-        let partner = data.with_extension(match data.extension().unwrap().to_str() {
-            Some("down") => "up",
-            _ => "down",
-        });
+        let partner = partner(data);
         let ack = partner.exists().then_some(partner.as_path());
         let name = data.file_name().unwrap().to_string_lossy().to_string();
         for (scheme, params) in configs {
@@ -360,19 +293,11 @@ fn runs_on_every_trace_deterministically() {
             let a = simulate(&format!("{scheme}-{name}"), &text);
             let b = simulate(&format!("{scheme}-{name}"), &text);
             let r = &a.summary[0];
-            show(&format!("{name} ({scheme} {params})"), r);
-            assert!(r.throughput_mbps > 0.0, "{name} {scheme} {params}");
-            let c = a.conservation;
-            assert_eq!(
-                c.data_sent,
-                c.data_delivered + c.data_dropped + c.data_in_network,
-                "{name} {scheme} {params}: {c:?}"
-            );
-            assert_eq!(
-                serde_json::to_string(&a.summary).unwrap(),
-                serde_json::to_string(&b.summary).unwrap(),
-                "{name} {scheme} {params}: same seed, different summary"
-            );
+            let label = format!("{name} ({scheme} {params})");
+            show(&label, r);
+            assert!(r.throughput_mbps > 0.0, "{label}");
+            conserved(&label, &a);
+            same_results(&label, &a, &b);
             runs += 1;
         }
     }
@@ -395,26 +320,38 @@ fn scenario_parameters_are_validated_with_their_key() {
         e.starts_with("s.toml: flows[0].params.alpha: 12 is out of range"),
         "{e}"
     );
-    let e = err("c2tcp", "target_schedule = [[5.0, 50.0], [4.0, 80.0]]");
-    assert!(
-        e.contains("flows[0].params.target_schedule[1]: time 4 s"),
-        "{e}"
-    );
-    let e = err("c2tcp", "fidelity = \"kernel\"");
-    assert!(e.contains("flows[0].params.fidelity"), "{e}");
-    let e = err("c2tcp", "cubic = { beta = 2000 }");
-    assert!(e.contains("flows[0].params.cubic.beta"), "{e}");
-    let e = err("c2tcp", "base = \"newreno\", cubic = { beta = 600 }");
-    assert!(e.contains("flows[0].params.cubic: CUBIC parameters"), "{e}");
-    let e = err("c2tcp-ifip", "target_ms = 0");
-    assert!(
-        e.contains("flows[0].params.target_ms: 0 ms is out of range"),
-        "{e}"
-    );
-    let e = err("c2tcp-ifip", "alpha = 2.0");
-    assert!(e.contains("flows[0].params.alpha"), "{e}");
-    let e = err("c2tcp", "fidelity = \"linux\", target_ms = 49.5");
-    assert!(e.contains("whole milliseconds"), "{e}");
+    for (scheme, params, needle) in [
+        (
+            "c2tcp",
+            "target_schedule = [[5.0, 50.0], [4.0, 80.0]]",
+            "flows[0].params.target_schedule[1]: time 4 s",
+        ),
+        ("c2tcp", "fidelity = \"kernel\"", "flows[0].params.fidelity"),
+        (
+            "c2tcp",
+            "cubic = { beta = 2000 }",
+            "flows[0].params.cubic.beta",
+        ),
+        (
+            "c2tcp",
+            "base = \"newreno\", cubic = { beta = 600 }",
+            "flows[0].params.cubic: CUBIC parameters",
+        ),
+        (
+            "c2tcp-ifip",
+            "target_ms = 0",
+            "flows[0].params.target_ms: 0 ms is out of range",
+        ),
+        ("c2tcp-ifip", "alpha = 2.0", "flows[0].params.alpha"),
+        (
+            "c2tcp",
+            "fidelity = \"linux\", target_ms = 49.5",
+            "whole milliseconds",
+        ),
+    ] {
+        let e = err(scheme, params);
+        assert!(e.contains(needle), "{scheme} {{ {params} }}: {e}");
+    }
     // A full table loads.
     let ok = "target_ms = 80, target_schedule = [[10, 50], [20.5, 0]], alpha = 2.5, \
               tuner = true, tuning_cycle_ms = 250, fidelity = \"linux\", base = \"cubic\", \

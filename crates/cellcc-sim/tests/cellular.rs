@@ -4,20 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use cellcc_sim::{run, Scenario, SimOutput};
+use cellcc_sim::SimOutput;
 
+mod common;
+use common::parse_error;
+
+/// Runs `text` (see [`common::simulate`]) and checks that every packet is accounted for.
 fn simulate(name: &str, text: &str) -> SimOutput {
-    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}"));
-    let out = run(&sc);
-    let c = out.conservation;
-    assert_eq!(
-        c.data_sent,
-        c.data_delivered + c.data_dropped + c.data_in_network
-    );
-    assert_eq!(
-        c.acks_sent,
-        c.acks_delivered + c.acks_dropped + c.acks_in_network
-    );
+    let out = common::simulate(name, text);
+    common::conserved(name, &out);
     out
 }
 
@@ -227,9 +222,7 @@ fn bad_model_parameters_name_their_key() {
         (base.replace("rate_mbps = 12", "rate_mbps = 12\nloss = { model = \"gilbert-elliott\", p = 2, r = 0.1 }"), "downlink.loss.p"),
     ];
     for (text, key) in cases {
-        let err = Scenario::parse(&text, "x.toml", None)
-            .unwrap_err()
-            .to_string();
+        let err = parse_error(&text);
         println!("{err}");
         assert!(
             err.starts_with(&format!("x.toml: {key}")),

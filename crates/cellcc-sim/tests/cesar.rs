@@ -20,54 +20,19 @@
 //! `CELLCC_TEST_PLOTS=DIR` to also write each simulator run's time series into DIR.
 
 mod common;
-use common::traces_dir;
+use common::{
+    all_traces, conserved, constant_link, partner, same_results, show, simulate, trace_link,
+    traces_dir,
+};
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::packet::{AckSegment, DataSegment};
 use cellcc_sim::schemes;
 use cellcc_sim::tcp::{App, ReceiverConfig, SenderConfig, TcpReceiver, TcpSender};
-use cellcc_sim::{run, Scenario, SimOutput};
+use cellcc_sim::{Scenario, SimOutput};
 use cellcc_units::{Bandwidth, Dur, Time};
-
-fn simulate(name: &str, text: &str) -> SimOutput {
-    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}"));
-    let out = run(&sc);
-    if let Some(dir) = std::env::var_os("CELLCC_TEST_PLOTS") {
-        // Labels such as "LTE SR 5 ms, 24 Mbit/s" become "LTE-SR-5-ms--24-Mbit-s".
-        let file: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let path = PathBuf::from(dir).join(format!("{file}.json"));
-        std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
-    }
-    out
-}
-
-fn show(label: &str, r: &SummaryRow) {
-    println!(
-        "{label}: throughput {:.3} Mbit/s, utilisation {:.3}, RTT mean {:.1} ms (p95 {:.1}, \
-         min {:.1}), queueing delay mean {:.1} ms (p95 {:.1}), drops {}, RTOs {}",
-        r.throughput_mbps,
-        r.utilisation.unwrap_or(f64::NAN),
-        r.rtt_mean_ms.unwrap_or(f64::NAN),
-        r.rtt_p95_ms.unwrap_or(f64::NAN),
-        r.rtt_min_ms.unwrap_or(f64::NAN),
-        r.qdelay_mean_ms.unwrap_or(f64::NAN),
-        r.qdelay_p95_ms.unwrap_or(f64::NAN),
-        r.drops,
-        r.rtos
-    );
-}
 
 /// A value César reported at the end of the run (`CongestionControl::info`).
 fn value(out: &SimOutput, name: &str) -> f64 {
@@ -115,15 +80,6 @@ fn params_are_read_and_errors_name_the_key() {
 }
 
 // ----- constant-rate link: the BBR fallback ---------------------------------------------
-
-/// 12 Mbit/s, 10 ms each way, infinite buffer (the BBR sanity scenario).
-fn constant_link(scheme: &str, params: &str, duration_s: f64) -> String {
-    format!(
-        "duration_s = {duration_s}\nseed = 1\n[downlink]\nrate_mbps = 12.0\ndelay_ms = 10.0\n\
-         queue = {{ kind = \"infinite\" }}\n[uplink]\nrate_mbps = 100.0\ndelay_ms = 10.0\n\
-         [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n"
-    )
-}
 
 #[test]
 fn on_a_constant_rate_link_cesar_is_bbr() {
@@ -372,6 +328,31 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
     sum / f64::from(n)
 }
 
+fn print_means(label: &str, runs: &[Compared]) {
+    println!(
+        "{label}: mean efficiency cesar {:.3}, bbr {:.3}, cubic {:.3}",
+        mean(runs.iter().map(|c| c.cesar)),
+        mean(runs.iter().map(|c| c.bbr)),
+        mean(runs.iter().map(|c| c.cubic))
+    );
+}
+
+impl Compared {
+    /// César's efficiency is above `scheme`'s (`"bbr"` or `"cubic"`).
+    fn assert_cesar_beats(&self, label: &str, scheme: &str) {
+        let other = match scheme {
+            "bbr" => self.bbr,
+            "cubic" => self.cubic,
+            _ => unreachable!("{scheme}"),
+        };
+        assert!(
+            self.cesar > other,
+            "{label}: cesar {} {scheme} {other}",
+            self.cesar
+        );
+    }
+}
+
 #[test]
 fn efficiency_exceeds_bbr_and_cubic_on_scheduled_links_with_varying_capacity() {
     let traces = lte_traces();
@@ -385,28 +366,10 @@ fn efficiency_exceeds_bbr_and_cubic_on_scheduled_links_with_varying_capacity() {
                 compare(&format!("{}, {trace}", p.label), downlink, p.table, 1)
             })
             .collect();
-        println!(
-            "{}: mean efficiency cesar {:.3}, bbr {:.3}, cubic {:.3}",
-            p.label,
-            mean(runs.iter().map(|c| c.cesar)),
-            mean(runs.iter().map(|c| c.bbr)),
-            mean(runs.iter().map(|c| c.cubic))
-        );
+        print_means(p.label, &runs);
         for c in &runs {
-            assert!(
-                c.cesar > c.bbr,
-                "{}: cesar {} bbr {}",
-                p.label,
-                c.cesar,
-                c.bbr
-            );
-            assert!(
-                c.cesar > c.cubic,
-                "{}: cesar {} cubic {}",
-                p.label,
-                c.cesar,
-                c.cubic
-            );
+            c.assert_cesar_beats(p.label, "bbr");
+            c.assert_cesar_beats(p.label, "cubic");
         }
     }
 }
@@ -425,29 +388,11 @@ fn efficiency_on_scheduled_constant_rate_links() {
                 ));
             }
         }
-        println!(
-            "{}: mean efficiency cesar {:.3}, bbr {:.3}, cubic {:.3}",
-            p.label,
-            mean(runs.iter().map(|c| c.cesar)),
-            mean(runs.iter().map(|c| c.bbr)),
-            mean(runs.iter().map(|c| c.cubic))
-        );
+        print_means(p.label, &runs);
         for c in &runs {
-            assert!(
-                c.cesar > c.cubic,
-                "{}: cesar {} cubic {}",
-                p.label,
-                c.cesar,
-                c.cubic
-            );
+            c.assert_cesar_beats(p.label, "cubic");
             if p.beats_bbr_at_constant_rate {
-                assert!(
-                    c.cesar > c.bbr,
-                    "{}: cesar {} bbr {}",
-                    p.label,
-                    c.cesar,
-                    c.bbr
-                );
+                c.assert_cesar_beats(p.label, "bbr");
             } else {
                 // Not César Table I's trend. On a constant-rate link with a fixed
                 // pattern every set is alike: consecutive anchor RTTs are equal, Eq.
@@ -733,42 +678,19 @@ fn closed_loop_scheduled_uplink_runs_steady() {
 
 /// A trace as the data direction, its counterpart (if any) as the ACK direction; 10 ms
 /// each way; droptail downlink buffer of 150 KB (as in the C2TCP evaluation).
-fn trace_link(data: &Path, acks: Option<&Path>, params: &str, duration_s: f64) -> String {
-    let uplink = match acks {
-        Some(p) => format!("trace = \"{}\"", p.display()),
-        None => "rate_mbps = 100.0".to_string(),
-    };
-    format!(
-        "duration_s = {duration_s}\nseed = 1\n[downlink]\ntrace = \"{}\"\ndelay_ms = 10.0\n\
-         queue = {{ kind = \"droptail\", bytes = 150000 }}\n[uplink]\n{uplink}\ndelay_ms = 10.0\n\
-         [[flows]]\nscheme = \"cesar\"\nparams = {{ {params} }}\n",
-        data.display()
-    )
-}
-
 #[test]
 fn runs_on_every_mahimahi_trace_in_both_directions_deterministically() {
-    let Some(dir) = traces_dir() else { return };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "down" || e == "up"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 13, "{} traces", files.len());
+    let Some(files) = all_traces() else { return };
     for data in &files {
-        let other = data.with_extension(match data.extension().unwrap().to_str() {
-            Some("down") => "up",
-            _ => "down",
-        });
+        let other = partner(data);
         let acks = other.exists().then_some(other.as_path());
         let name = data.file_name().unwrap().to_string_lossy().to_string();
-        let bbr_text = trace_link(data, acks, "", 30.0).replace("\"cesar\"", "\"bbr\"");
+        let bbr_text = trace_link(data, acks, 150_000, "bbr", "", 30.0);
         let bbr = simulate(&format!("bbr-{name}"), &bbr_text);
         show(&format!("{name} (bbr)"), &bbr.summary[0]);
         for fidelity in ["paper", "module"] {
             let params = format!("fidelity = \"{fidelity}\"");
-            let text = trace_link(data, acks, &params, 30.0);
+            let text = trace_link(data, acks, 150_000, "cesar", &params, 30.0);
             let a = simulate(&format!("cesar-{name}-{fidelity}"), &text);
             let b = simulate(&format!("cesar-{name}-{fidelity}-again"), &text);
             let r = &a.summary[0];
@@ -787,28 +709,9 @@ fn runs_on_every_mahimahi_trace_in_both_directions_deterministically() {
             );
             assert_eq!(as_bbr, value(&a, "steady_entries") == 0.0, "{name}");
             // Same scenario and seed: identical results.
-            assert_eq!(
-                serde_json::to_string(&a.summary).unwrap(),
-                serde_json::to_string(&b.summary).unwrap(),
-                "{name}"
-            );
-            assert_eq!(
-                serde_json::to_string(&a.timeseries).unwrap(),
-                serde_json::to_string(&b.timeseries).unwrap(),
-                "{name}"
-            );
+            same_results(&name, &a, &b);
             // Every packet is delivered, dropped or still in the network.
-            let c = a.conservation;
-            assert_eq!(
-                c.data_sent,
-                c.data_delivered + c.data_dropped + c.data_in_network,
-                "{name}: {c:?}"
-            );
-            assert_eq!(
-                c.acks_sent,
-                c.acks_delivered + c.acks_dropped + c.acks_in_network,
-                "{name}: {c:?}"
-            );
+            conserved(&name, &a);
             // The flow moved data, within the link's capacity.
             assert!(r.app_bytes > 0, "{name}");
             let util = r.utilisation.unwrap();

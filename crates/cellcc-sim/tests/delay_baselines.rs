@@ -7,9 +7,8 @@
 //! each run's time series into DIR.
 
 mod common;
-use common::{down_traces, simulate, traces_dir};
+use common::{down_traces, show, simulate};
 
-use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::SimOutput;
 
 /// Link rate of the constant-link tests, Mbit/s.
@@ -53,22 +52,6 @@ fn link(
         );
     }
     s
-}
-
-fn show(label: &str, r: &SummaryRow) {
-    println!(
-        "{label}: throughput {:.3} Mbit/s, utilisation {:.3}, RTT mean {:.1} ms (min {:.1}), \
-         queueing delay mean {:.2} ms (p50 {:.2}, p95 {:.2}), drops {}, RTOs {}",
-        r.throughput_mbps,
-        r.utilisation.unwrap_or(f64::NAN),
-        r.rtt_mean_ms.unwrap_or(f64::NAN),
-        r.rtt_min_ms.unwrap_or(f64::NAN),
-        r.qdelay_mean_ms.unwrap_or(f64::NAN),
-        r.qdelay_p50_ms.unwrap_or(f64::NAN),
-        r.qdelay_p95_ms.unwrap_or(f64::NAN),
-        r.drops,
-        r.rtos
-    );
 }
 
 /// Mean over bins of `flow` whose start lies in `[from_s, to_s)` of a time-series column.
@@ -355,13 +338,7 @@ fn every_delay_baseline_runs_on_every_trace() {
 #[test]
 #[ignore = "long: the full length of the seven traces"]
 fn vivace_on_the_boston_traces() {
-    let Some(dir) = traces_dir() else { return };
-    let mut traces: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "down"))
-        .collect();
-    traces.sort();
+    let Some(traces) = down_traces() else { return };
     let run_one = |trace: &std::path::PathBuf| {
         let name = trace.file_stem().unwrap().to_string_lossy().to_string();
         let up = trace.with_extension("up");

@@ -8,29 +8,16 @@
 //! each run's time series into DIR.
 
 mod common;
-use common::{down_traces, simulate};
+use common::{conserved, down_traces, show, simulate};
 
-use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::SimOutput;
 
 /// Bytes on the wire per full segment: 1448 payload + 52 header bytes (IP, TCP with
 /// timestamps), as the simulator charges them.
 const WIRE_BYTES: f64 = 1500.0;
 
-/// A constant downlink of `rate_mbps`, 10 ms each way, with `queue` (a TOML inline table),
-/// a 100 Mbit/s uplink, one bulk flow of `scheme`.
-fn constant_link(
-    rate_mbps: f64,
-    queue: &str,
-    scheme: &str,
-    params: &str,
-    duration_s: f64,
-    bin_ms: f64,
-) -> String {
-    path(rate_mbps, 10.0, queue, scheme, params, duration_s, bin_ms)
-}
-
-/// As [`constant_link`] with `one_way_ms` of propagation delay each way.
+/// A constant downlink of `rate_mbps`, `one_way_ms` of propagation delay each way, with
+/// `queue` (a TOML inline table), a 100 Mbit/s uplink, one bulk flow of `scheme`.
 fn path(
     rate_mbps: f64,
     one_way_ms: f64,
@@ -46,22 +33,6 @@ fn path(
          delay_ms = {one_way_ms}\n[metrics]\nbin_ms = {bin_ms}\n\
          [[flows]]\nscheme = \"{scheme}\"\nparams = {{ {params} }}\n"
     )
-}
-
-fn show(label: &str, r: &SummaryRow) {
-    println!(
-        "{label}: throughput {:.3} Mbit/s, utilisation {:.3}, RTT mean {:.1} ms (min {:.1}), \
-         queueing delay mean {:.1} ms (p95 {:.1}), drops {}, retransmits {}, RTOs {}",
-        r.throughput_mbps,
-        r.utilisation.unwrap_or(f64::NAN),
-        r.rtt_mean_ms.unwrap_or(f64::NAN),
-        r.rtt_min_ms.unwrap_or(f64::NAN),
-        r.qdelay_mean_ms.unwrap_or(f64::NAN),
-        r.qdelay_p95_ms.unwrap_or(f64::NAN),
-        r.drops,
-        r.retransmits,
-        r.rtos
-    );
 }
 
 /// Indices of flow-0 rows (or link rows for `flow = -1`) with `t_s` in `[from, to)`.
@@ -100,8 +71,9 @@ fn vegas_keeps_two_to_four_packets_queued_on_a_constant_link() {
     let rate_mbps = 12.0;
     let out = simulate(
         "vegas-constant",
-        &constant_link(
+        &path(
             rate_mbps,
+            10.0,
             "{ kind = \"infinite\" }",
             "vegas",
             "",
@@ -212,7 +184,7 @@ fn westwood_sets_cwnd_to_bwe_times_rttmin_after_each_loss() {
         let queue = format!("{{ kind = \"droptail\", bytes = {bytes} }}");
         let out = simulate(
             &format!("westwood-{buffers}bdp"),
-            &constant_link(rate_mbps, &queue, "westwood", "", 30.0, 1.0),
+            &path(rate_mbps, 10.0, &queue, "westwood", "", 30.0, 1.0),
         );
         let r = &out.summary[0];
         show(
@@ -289,7 +261,7 @@ fn illinois_alpha_is_ten_at_low_delay_and_near_its_minimum_at_high_delay() {
         let queue = format!("{{ kind = \"droptail\", bytes = {bytes} }}");
         let out = simulate(
             &format!("illinois-{packets}pkts"),
-            &constant_link(rate_mbps, &queue, "illinois", "", 30.0, 10.0),
+            &path(rate_mbps, 10.0, &queue, "illinois", "", 30.0, 10.0),
         );
         show(
             &format!("illinois, 12 Mbit/s, {packets}-packet droptail"),
@@ -358,13 +330,10 @@ fn cdg_backs_off_on_rising_delay_without_losses() {
         "{{ kind = \"droptail\", bytes = {} }}",
         1000 * WIRE_BYTES as u64
     );
-    let cdg = simulate(
-        "cdg-deep",
-        &constant_link(12.0, &queue, "cdg", "", 60.0, 10.0),
-    );
+    let cdg = simulate("cdg-deep", &path(12.0, 10.0, &queue, "cdg", "", 60.0, 10.0));
     let cubic = simulate(
         "cubic-deep",
-        &constant_link(12.0, &queue, "cubic", "", 60.0, 10.0),
+        &path(12.0, 10.0, &queue, "cubic", "", 60.0, 10.0),
     );
     show("cdg, 12 Mbit/s, 1000-packet droptail", &cdg.summary[0]);
     println!("  {:?}", cdg.cc_info[0].values);
@@ -423,12 +392,7 @@ fn kernel_baselines_run_on_every_mahimahi_trace() {
                 r.throughput_mbps > 0.0,
                 "{scheme} on {name} delivered nothing"
             );
-            let c = &out.conservation;
-            assert_eq!(
-                c.data_sent,
-                c.data_delivered + c.data_dropped + c.data_in_network,
-                "{scheme} on {name}: packets not conserved"
-            );
+            conserved(&format!("{scheme} on {name}"), &out);
         }
     }
 }

@@ -10,9 +10,9 @@
 //! under `CELLCC_REQUIRE_TRACES=1` (see `common`).
 
 mod common;
-use common::{simulate, traces_dir};
+use common::{all_traces, conserved, partner, same_results, simulate, traces_dir};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cellcc_sim::{Scenario, SimOutput};
 
@@ -194,16 +194,9 @@ fn nfl_holds_the_target_buffer_delay_on_tmobile_lte_driving() {
 /// sender state, and the same seed gives the same output twice.
 #[test]
 fn every_trace_in_both_directions_runs_cleanly_and_deterministically() {
-    let Some(dir) = traces_dir() else {
+    let Some(files) = all_traces() else {
         return;
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("up" | "down")))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 13, "expected the 13 Mahimahi traces");
     let schemes = [
         ("proprate-l", ""),
         ("proprate-m", ""),
@@ -213,10 +206,7 @@ fn every_trace_in_both_directions_runs_cleanly_and_deterministically() {
     let mut runs = 0;
     println!("trace (data direction)           uplink          scheme        tput_mbps  util   mean_q_ms  rtos");
     for (i, down) in files.iter().enumerate() {
-        let reverse = down.with_extension(match down.extension().unwrap().to_str() {
-            Some("down") => "up",
-            _ => "down",
-        });
+        let reverse = partner(down);
         let mut uplinks = vec![("100 Mbit/s".to_string(), FAST_UPLINK.to_string())];
         if reverse.exists() {
             let name = reverse.file_name().unwrap().to_string_lossy().to_string();
@@ -236,27 +226,8 @@ fn every_trace_in_both_directions_runs_cleanly_and_deterministically() {
                 row.qdelay_mean_ms.unwrap_or(f64::NAN),
                 row.rtos
             );
-            assert_eq!(
-                serde_json::to_string(&a.summary).unwrap(),
-                serde_json::to_string(&b.summary).unwrap(),
-                "{name}: same seed, different summary"
-            );
-            assert_eq!(
-                serde_json::to_string(&a.timeseries).unwrap(),
-                serde_json::to_string(&b.timeseries).unwrap(),
-                "{name}: same seed, different time series"
-            );
-            let c = a.conservation;
-            assert_eq!(
-                c.data_sent,
-                c.data_delivered + c.data_dropped + c.data_in_network,
-                "{name}: {c:?}"
-            );
-            assert_eq!(
-                c.acks_sent,
-                c.acks_delivered + c.acks_dropped + c.acks_in_network,
-                "{name}: {c:?}"
-            );
+            same_results(&name, &a, &b);
+            conserved(&name, &a);
             assert!(row.app_bytes > 0, "{name}: nothing delivered");
             assert!(
                 row.utilisation.unwrap() <= 1.0 + 1e-9,
@@ -299,14 +270,14 @@ fn presets_and_parameter_errors() {
     };
     let e = err("proprate-h", "t_buff_ms = 30");
     assert!(e.contains("params.t_buff_ms") && e.contains("fixes"), "{e}");
-    let e = err("proprate", "t_buff_ms = 0");
-    assert!(e.contains("params.t_buff_ms"), "{e}");
-    let e = err("proprate", "k_d_min = 1.5");
-    assert!(e.contains("params.k_d_min"), "{e}");
-    let e = err("proprate", "rho_timestamps = 1");
-    assert!(e.contains("params.rho_timestamps"), "{e}");
-    let e = err("proprate-l", "t_buf_ms = 20");
-    assert!(e.contains("t_buf_ms"), "{e}");
-    let e = err("proprate", "nfl = 3");
-    assert!(e.contains("params.nfl"), "{e}");
+    for (scheme, params, needle) in [
+        ("proprate", "t_buff_ms = 0", "params.t_buff_ms"),
+        ("proprate", "k_d_min = 1.5", "params.k_d_min"),
+        ("proprate", "rho_timestamps = 1", "params.rho_timestamps"),
+        ("proprate-l", "t_buf_ms = 20", "t_buf_ms"),
+        ("proprate", "nfl = 3", "params.nfl"),
+    ] {
+        let e = err(scheme, params);
+        assert!(e.contains(needle), "{scheme} {{ {params} }}: {e}");
+    }
 }

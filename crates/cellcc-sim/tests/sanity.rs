@@ -4,11 +4,11 @@
 //! DIR, so a failing test is one step away from a picture (`pandas.read_json` + plot).
 
 mod common;
-use common::shared_trace;
+use common::{mean_qdelay, shared_trace, simulate};
 
 use std::path::PathBuf;
 
-use cellcc_sim::{run, Scenario, SimOutput};
+use cellcc_sim::Scenario;
 
 fn constant_link(scheme: &str, queue: &str, duration_s: f64) -> String {
     // 12 Mbit/s, 10 ms each way ⇒ 20 ms RTT; 1 BDP = 12e6 × 0.02 / 8 / 1500 = 20 packets.
@@ -16,27 +16,6 @@ fn constant_link(scheme: &str, queue: &str, duration_s: f64) -> String {
         "duration_s = {duration_s}\nseed = 1\n[downlink]\nrate_mbps = 12.0\ndelay_ms = 10.0\nqueue = {queue}\n\
          [uplink]\nrate_mbps = 100.0\ndelay_ms = 10.0\n[[flows]]\nscheme = \"{scheme}\"\n"
     )
-}
-
-fn simulate(name: &str, text: &str) -> SimOutput {
-    let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}"));
-    let out = run(&sc);
-    if let Some(dir) = std::env::var_os("CELLCC_TEST_PLOTS") {
-        let path = PathBuf::from(dir).join(format!("{name}.json"));
-        std::fs::write(path, serde_json::to_string(&out.timeseries).unwrap()).unwrap();
-    }
-    out
-}
-
-/// Mean queueing delay of flow 0 over bins whose start lies in `[from_s, to_s)`.
-fn mean_qdelay(out: &SimOutput, from_s: f64, to_s: f64) -> f64 {
-    let ts = &out.timeseries;
-    let v: Vec<f64> = (0..ts.len())
-        .filter(|&i| ts.flow[i] == 0 && ts.t_s[i] >= from_s && ts.t_s[i] < to_s)
-        .filter_map(|i| ts.qdelay_ms[i])
-        .collect();
-    assert!(!v.is_empty(), "no delay samples in [{from_s}, {to_s})");
-    v.iter().sum::<f64>() / v.len() as f64
 }
 
 #[test]

@@ -7,30 +7,14 @@
 //! each run's time series into DIR.
 
 mod common;
-use common::{down_traces, simulate, traces_dir};
+use common::{down_traces, show, simulate, traces_dir};
 
 use std::path::Path;
 
-use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::SimOutput;
 
 /// Bytes of one Mahimahi delivery opportunity (what a trace line carries).
 const OPPORTUNITY_BYTES: f64 = 1504.0;
-
-fn show(label: &str, r: &SummaryRow) {
-    println!(
-        "{label}: throughput {:.3} Mbit/s, utilisation {:.3}, RTT mean {:.1} ms (p95 {:.1}), \
-         queueing delay mean {:.1} ms (p95 {:.1}), drops {}, RTOs {}",
-        r.throughput_mbps,
-        r.utilisation.unwrap_or(f64::NAN),
-        r.rtt_mean_ms.unwrap_or(f64::NAN),
-        r.rtt_p95_ms.unwrap_or(f64::NAN),
-        r.qdelay_mean_ms.unwrap_or(f64::NAN),
-        r.qdelay_p95_ms.unwrap_or(f64::NAN),
-        r.drops,
-        r.rtos
-    );
-}
 
 /// A trace-driven downlink (10 ms each way, droptail of `packets`), 100 Mbit/s uplink.
 fn trace_link(down: &Path, packets: u64, scheme: &str, params: &str, duration_s: f64) -> String {
@@ -178,42 +162,42 @@ fn sprout_keeps_delay_low_on_traces() {
 /// far below CUBIC's.
 #[test]
 fn verus_sanity_constant_and_trace() {
-    let c = simulate(
-        "verus_constant_cubic",
-        &constant_link(12.0, 1000, "cubic", "", 30.0),
-    );
-    let v = simulate(
+    verus_against_cubic(
         "verus_constant",
-        &constant_link(12.0, 1000, "verus", "", 30.0),
+        "constant 12 Mbit/s",
+        0.85,
+        0.25,
+        |scheme| constant_link(12.0, 1000, scheme, "", 30.0),
     );
-    show("constant 12 Mbit/s cubic", &c.summary[0]);
-    show("constant 12 Mbit/s verus", &v.summary[0]);
-    println!("verus info {:?}", v.cc_info[0]);
-    let (vr, cr) = (&v.summary[0], &c.summary[0]);
-    assert!(
-        vr.utilisation.unwrap() > 0.85,
-        "utilisation {:?}",
-        vr.utilisation
-    );
-    assert!(vr.qdelay_mean_ms.unwrap() < 0.25 * cr.qdelay_mean_ms.unwrap());
-
     let Some(dir) = traces_dir() else { return };
     let down = dir.join("TMobile-LTE-driving.down");
-    let c = simulate(
-        "verus_trace_cubic",
-        &trace_link(&down, 1000, "cubic", "", 60.0),
-    );
-    let v = simulate("verus_trace", &trace_link(&down, 1000, "verus", "", 60.0));
-    show("TMobile-LTE-driving cubic", &c.summary[0]);
-    show("TMobile-LTE-driving verus", &v.summary[0]);
+    verus_against_cubic("verus_trace", "TMobile-LTE-driving", 0.6, 0.5, |scheme| {
+        trace_link(&down, 1000, scheme, "", 60.0)
+    });
+}
+
+/// CUBIC (run `<name>_cubic`) then Verus (run `name`) on `link(scheme)`, printed under
+/// `label`: Verus's utilisation is above `min_util` and its mean queueing delay below
+/// `max_delay_ratio` × CUBIC's.
+fn verus_against_cubic(
+    name: &str,
+    label: &str,
+    min_util: f64,
+    max_delay_ratio: f64,
+    link: impl Fn(&str) -> String,
+) {
+    let c = simulate(&format!("{name}_cubic"), &link("cubic"));
+    let v = simulate(name, &link("verus"));
+    show(&format!("{label} cubic"), &c.summary[0]);
+    show(&format!("{label} verus"), &v.summary[0]);
     println!("verus info {:?}", v.cc_info[0]);
     let (vr, cr) = (&v.summary[0], &c.summary[0]);
     assert!(
-        vr.utilisation.unwrap() > 0.6,
+        vr.utilisation.unwrap() > min_util,
         "utilisation {:?}",
         vr.utilisation
     );
-    assert!(vr.qdelay_mean_ms.unwrap() < 0.5 * cr.qdelay_mean_ms.unwrap());
+    assert!(vr.qdelay_mean_ms.unwrap() < max_delay_ratio * cr.qdelay_mean_ms.unwrap());
 }
 
 /// Both schemes run on every `.down` trace without panicking, and the same seed gives

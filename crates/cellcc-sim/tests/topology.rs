@@ -4,7 +4,7 @@
 use cellcc_sim::{run, Scenario, SimOutput};
 
 mod common;
-use common::{conserved, simulate};
+use common::{conserved, parse_error, simulate};
 
 #[test]
 fn a_wired_bottleneck_before_the_base_station_limits_and_drops() {
@@ -15,7 +15,7 @@ fn a_wired_bottleneck_before_the_base_station_limits_and_drops() {
         [downlink]\nrate_mbps = 100\ndelay_ms = 20\n[uplink]\nrate_mbps = 100\ndelay_ms = 20\n\
         [[flows]]\nscheme = \"cubic\"\n[[flows]]\nscheme = \"cubic\"\nstart_s = 5\n";
     let out = simulate("wired", text);
-    conserved(&out);
+    conserved("wired", &out);
     let all = out.summary.last().unwrap();
     println!(
         "wired 24 Mbit/s: delivered {:.2} Mbit/s, drops {}, radio queue p95 {:?} ms",
@@ -33,17 +33,13 @@ fn a_wired_bottleneck_before_the_base_station_limits_and_drops() {
 fn flows_name_existing_ues() {
     let text =
         "duration_s = 10\n[downlink]\nrate_mbps = 10\n[[flows]]\nscheme = \"cubic\"\nue = 2\n";
-    let err = Scenario::parse(text, "x.toml", None)
-        .unwrap_err()
-        .to_string();
+    let err = parse_error(text);
     assert!(
         err.starts_with("x.toml: flows[0].ue: UE 2 does not exist"),
         "{err}"
     );
     let text = "duration_s = 10\n[wired]\nrate_mbps = 0\n[downlink]\nrate_mbps = 10\n[[flows]]\nscheme = \"cubic\"\n";
-    let err = Scenario::parse(text, "x.toml", None)
-        .unwrap_err()
-        .to_string();
+    let err = parse_error(text);
     assert!(
         err.starts_with("x.toml: wired.rate_mbps: must be a positive number"),
         "{err}"
@@ -64,7 +60,7 @@ fn aqm_queues_are_selectable_and_report_their_drops() {
              [uplink]\nrate_mbps = 12\ndelay_ms = 10\n[[flows]]\nscheme = \"cubic\"\n"
         );
         let out = simulate("aqm", &text);
-        conserved(&out);
+        conserved(queue, &out);
         let row = &out.summary[0];
         println!(
             "{queue}: utilisation {:.3}, mean queueing delay {:.1} ms, drops {}",
@@ -81,9 +77,7 @@ fn aqm_queues_are_selectable_and_report_their_drops() {
     }
     let bad = "duration_s = 10\n[downlink]\nrate_mbps = 12\nqueue = { kind = \"codel\", interval_ms = 0 }\n\
         [[flows]]\nscheme = \"cubic\"\n";
-    let err = Scenario::parse(bad, "x.toml", None)
-        .unwrap_err()
-        .to_string();
+    let err = parse_error(bad);
     assert!(
         err.starts_with("x.toml: downlink.queue.interval_ms: codel: interval_ms"),
         "{err}"
@@ -115,7 +109,7 @@ fn a_shared_cell_splits_capacity_among_its_ues() {
         text += &format!("[[flows]]\nscheme = \"cubic\"\nue = {ue}\n");
     }
     let out = simulate("cell4", &text);
-    conserved(&out);
+    conserved("cell4", &out);
     let x: Vec<f64> = out.summary[..4].iter().map(|r| r.throughput_mbps).collect();
     let jain = x.iter().sum::<f64>().powi(2) / (4.0 * x.iter().map(|v| v * v).sum::<f64>());
     println!("PF cell, 4 Cubic flows on 24 Mbit/s channels: {x:.2?} Mbit/s, Jain {jain:.4}");
@@ -136,7 +130,7 @@ fn background_traffic_steps_capacity_down_and_up() {
         [[flows]]\nscheme = \"cubic\"\n\
         [[background]]\nue = 1\nsource = { kind = \"cbr\", rate_mbps = 12, packet_bytes = 1500, start_s = 10, stop_s = 20 }\n";
     let out = simulate("step", text);
-    conserved(&out);
+    conserved("step", &out);
     let before = mean_tput(&out, 0, 5.0, 10.0);
     let during = mean_tput(&out, 0, 12.0, 20.0);
     let after = mean_tput(&out, 0, 23.0, 30.0);
@@ -170,7 +164,7 @@ fn short_flows_load_a_cell_and_are_recorded() {
          load = 0.5\ncapacity_mbps = 24\nsize = {{ kind = \"exponential\", mean = 50000 }}\n"
     );
     let out = simulate("short", &text);
-    conserved(&out);
+    conserved("short", &out);
     let n = out.short_flows.len();
     let done = out
         .short_flows
@@ -204,32 +198,28 @@ fn short_flows_load_a_cell_and_are_recorded() {
 
 #[test]
 fn cell_scenarios_reject_per_link_keys() {
-    let bad = format!(
-        "duration_s = 10\n{CELL}[downlink]\nrate_mbps = 10\n[[flows]]\nscheme = \"cubic\"\n"
-    );
-    let err = Scenario::parse(&bad, "x.toml", None)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.starts_with("x.toml: downlink.rate_mbps: with [cell]"),
-        "{err}"
-    );
-    let bad = format!(
-        "duration_s = 10\n{CELL}[[flows]]\nscheme = \"cubic\"\n[[background]]\nue = 9\nsource = {{ kind = \"cbr\", rate_mbps = 1, packet_bytes = 1500 }}\n"
-    );
-    let err = Scenario::parse(&bad, "x.toml", None)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.starts_with("x.toml: background[0].ue: UE 9 does not exist"),
-        "{err}"
-    );
-    let bad =
-        "duration_s = 10\n[cell]\n[[cell.ues]]\nrate_mbps = -1\n[[flows]]\nscheme = \"cubic\"\n";
-    let err = Scenario::parse(bad, "x.toml", None)
-        .unwrap_err()
-        .to_string();
-    assert!(err.starts_with("x.toml: cell.ues[0].rate_mbps"), "{err}");
+    for (bad, start) in [
+        (
+            format!(
+                "duration_s = 10\n{CELL}[downlink]\nrate_mbps = 10\n[[flows]]\nscheme = \"cubic\"\n"
+            ),
+            "x.toml: downlink.rate_mbps: with [cell]",
+        ),
+        (
+            format!(
+                "duration_s = 10\n{CELL}[[flows]]\nscheme = \"cubic\"\n[[background]]\nue = 9\nsource = {{ kind = \"cbr\", rate_mbps = 1, packet_bytes = 1500 }}\n"
+            ),
+            "x.toml: background[0].ue: UE 9 does not exist",
+        ),
+        (
+            "duration_s = 10\n[cell]\n[[cell.ues]]\nrate_mbps = -1\n[[flows]]\nscheme = \"cubic\"\n"
+                .to_string(),
+            "x.toml: cell.ues[0].rate_mbps",
+        ),
+    ] {
+        let err = parse_error(&bad);
+        assert!(err.starts_with(start), "{err}");
+    }
 }
 
 #[test]
@@ -238,7 +228,7 @@ fn synthetic_links_are_generated_from_the_scenario() {
         delay_ms = 10\n[uplink]\nrate_mbps = 50\ndelay_ms = 10\n[[flows]]\nscheme = \"bbr\"\n";
     let a = simulate("synth", text);
     let b = simulate("synth", text);
-    conserved(&a);
+    conserved("synth", &a);
     assert_eq!(format!("{:?}", a.summary), format!("{:?}", b.summary));
     println!(
         "steps trace: {} at {:.2} Mbit/s, BBR utilisation {:.3}",
@@ -249,10 +239,7 @@ fn synthetic_links_are_generated_from_the_scenario() {
     assert!(a.link.downlink.starts_with("synth steps"));
     assert!(a.summary[0].utilisation.unwrap() > 0.8);
     let bad = text.replace("base_mbps = 12", "base_mbps = -1");
-    let err = Scenario::parse(&bad, "x.toml", None)
-        .map(|_| ())
-        .unwrap_err()
-        .to_string();
+    let err = parse_error(&bad);
     assert!(err.starts_with("x.toml: downlink.synth.base_mbps"), "{err}");
 }
 

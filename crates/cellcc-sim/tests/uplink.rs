@@ -7,7 +7,7 @@ mod common;
 
 use cellcc_sim::metrics::SummaryRow;
 use cellcc_sim::SimOutput;
-use common::{conserved, simulate};
+use common::{conserved, parse_error, simulate};
 
 fn row(out: &SimOutput, flow: i64) -> &SummaryRow {
     out.summary
@@ -39,7 +39,7 @@ fn an_uplink_cubic_flow_gets_the_uplink_rate_and_fills_the_uplink_queue() {
         "[[flows]]\nscheme = \"cubic\"\ndirection = \"up\"\n",
     );
     let out = simulate("uplink-cubic", &text);
-    conserved(&out);
+    conserved("uplink-cubic", &out);
     let up = row(&out, 0);
     println!(
         "uplink cubic: {:.2} Mbit/s, util {:?}, owd p95 {:?} ms, qdelay p95 {:?} ms, rtt mean {:?} ms, queue drops {}",
@@ -76,7 +76,7 @@ fn downstream(name: &str, flow: &str, upstream: bool) -> SimOutput {
     }
     let text = constant_links(20.0, 2.0, 250, 300, &flows);
     let out = simulate(&format!("{name}-upstream-{upstream}"), &text);
-    conserved(&out);
+    conserved(&format!("{name}-upstream-{upstream}"), &out);
     out
 }
 
@@ -158,7 +158,7 @@ fn runs_with_uplink_flows_are_deterministic() {
     };
     let a = simulate("det-a", &text(3));
     let b = simulate("det-b", &text(3));
-    conserved(&a);
+    conserved("det-a", &a);
     assert_eq!(json(&a), json(&b), "same scenario and seed, same output");
     // Random loss on both directions: another seed draws other losses.
     let c = simulate("det-c", &text(4));
@@ -183,7 +183,7 @@ fn an_uplink_flow_in_a_cell_belongs_to_its_ue() {
              [[flows]]\nscheme = \"cubic\"\ndirection = \"up\"\nue = {up_ue}\n"
         );
         let out = simulate(&format!("cell-uplink-ue{up_ue}"), &text);
-        conserved(&out);
+        conserved(&format!("cell-uplink-ue{up_ue}"), &out);
         out
     };
     let (other, same) = (run(1), run(0));
@@ -213,9 +213,7 @@ fn an_uplink_flow_in_a_cell_belongs_to_its_ue() {
 fn a_flow_direction_other_than_up_or_down_is_rejected_with_its_key() {
     let text = "duration_s = 10\n[downlink]\nrate_mbps = 10\n\
         [[flows]]\nscheme = \"cubic\"\n[[flows]]\nscheme = \"cubic\"\ndirection = \"sideways\"\n";
-    let err = cellcc_sim::Scenario::parse(text, "x.toml", None)
-        .unwrap_err()
-        .to_string();
+    let err = parse_error(text);
     assert!(err.starts_with("x.toml: flows[1].direction: "), "{err}");
     assert!(err.contains("`down`") && err.contains("`up`"), "{err}");
 }

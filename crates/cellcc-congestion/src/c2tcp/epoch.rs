@@ -9,7 +9,7 @@
 //! while cwnd is unchanged for HZ/32 jiffies; idle periods shift it (`TxStart`). An
 //! accessor on `Cubic` would make this mirror unnecessary.
 
-use crate::{CaEvent, CaState, Sock, Time};
+use crate::{CaEvent, CaState, Sock};
 
 /// With cwnd unchanged, `bictcp_update` returns early for HZ/32 jiffies (as in `cubic`).
 const UPDATE_INTERVAL_DIVISOR: u64 = 32;
@@ -45,17 +45,8 @@ impl CubicEpoch {
 
     /// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: shift the epoch by the idle time.
     pub(super) fn on_cwnd_event(&mut self, sock: &Sock, event: CaEvent) {
-        if event != CaEvent::TxStart {
-            return;
-        }
-        let Some(start) = self.epoch_start else {
-            return;
-        };
-        let now = sock.jiffies();
-        let last_send = sock.dur_to_jiffies(sock.lsndtime.saturating_since(Time::ZERO));
-        let idle = now.saturating_sub(last_send);
-        if idle > 0 {
-            self.epoch_start = Some((start + idle).min(now));
+        if event == CaEvent::TxStart {
+            crate::cubic::shift_epoch_after_idle(&mut self.epoch_start, sock);
         }
     }
 

@@ -3,16 +3,8 @@
 //! delayed-ACK filter, the shadow window and CDG's HyStart.
 
 use super::*;
+use crate::testing::{cwnd_limited_sock as sock, from_pairs, pkts_acked};
 use crate::{Dur, Time, INFINITE_SSTHRESH};
-
-fn sock(cwnd: u32, ssthresh: u32) -> Sock {
-    let mut s = Sock::new(1448, Time::ZERO);
-    s.cwnd = cwnd;
-    s.ssthresh = ssthresh;
-    s.is_cwnd_limited = true;
-    s.max_packets_out = cwnd;
-    s
-}
 
 fn mm(min: i32, max: i32) -> MinMax {
     MinMax { min, max }
@@ -27,14 +19,7 @@ fn push(cdg: &mut Cdg, min: i32, max: i32) -> i32 {
 }
 
 fn sample(cdg: &mut Cdg, s: &mut Sock, pkts: u32, rtt_us: u64) {
-    cdg.pkts_acked(
-        s,
-        &AckSample {
-            pkts_acked: pkts,
-            rtt: Some(Dur::from_us(rtt_us)),
-            in_flight: s.cwnd,
-        },
-    );
+    pkts_acked(cdg, s, pkts, Some(Dur::from_us(rtt_us)));
 }
 
 #[test]
@@ -257,8 +242,7 @@ fn hystart_ack_train_fires_after_half_the_minimum_delay() {
 }
 
 fn parse(toml_like: &[(&str, u32)]) -> Result<CdgConfig, serde::de::value::Error> {
-    let map = serde::de::value::MapDeserializer::new(toml_like.iter().copied());
-    serde::Deserialize::deserialize(map)
+    from_pairs(toml_like)
 }
 
 #[test]

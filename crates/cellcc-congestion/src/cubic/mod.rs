@@ -434,6 +434,21 @@ fn usecs_to_jiffies(us: u32, hz: u32) -> u64 {
     (u64::from(us) * u64::from(hz)).div_ceil(US_PER_S)
 }
 
+/// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: shift a running epoch by the idle time since
+/// the last transmission (`lsndtime`), at most to now. Also C2TCP's mirror of the epoch
+/// (`c2tcp::epoch`).
+pub(crate) fn shift_epoch_after_idle(epoch_start: &mut Option<u64>, sock: &Sock) {
+    let Some(start) = *epoch_start else {
+        return;
+    };
+    let now = sock.jiffies();
+    let last_send = sock.dur_to_jiffies(sock.lsndtime.saturating_since(Time::ZERO));
+    let idle = now.saturating_sub(last_send);
+    if idle > 0 {
+        *epoch_start = Some((start + idle).min(now));
+    }
+}
+
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
@@ -494,18 +509,8 @@ impl CongestionControl for Cubic {
     /// `cubictcp_cwnd_event`: after idle, shift the epoch so the curve resumes where it
     /// stopped instead of jumping ahead by the idle time.
     fn cwnd_event(&mut self, sock: &mut Sock, event: CaEvent) {
-        if event != CaEvent::TxStart {
-            return;
-        }
-        let Some(epoch_start) = self.epoch_start else {
-            return;
-        };
-        let now = sock.jiffies();
-        // Idle time since the last transmission (`lsndtime`).
-        let last_activity = sock.dur_to_jiffies(sock.lsndtime.saturating_since(Time::ZERO));
-        let idle = now.saturating_sub(last_activity);
-        if idle > 0 {
-            self.epoch_start = Some((epoch_start + idle).min(now));
+        if event == CaEvent::TxStart {
+            shift_epoch_after_idle(&mut self.epoch_start, sock);
         }
     }
 

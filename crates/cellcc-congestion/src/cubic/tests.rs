@@ -505,8 +505,7 @@ fn undo_is_renos() {
 // ---------------------------------------------------------------------------------
 
 fn parse(pairs: &[(&str, u32)]) -> Result<CubicConfig, serde::de::value::Error> {
-    let map = serde::de::value::MapDeserializer::new(pairs.iter().copied());
-    CubicConfig::deserialize(map)
+    crate::testing::from_pairs(pairs)
 }
 
 #[test]

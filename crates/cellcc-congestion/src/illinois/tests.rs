@@ -2,26 +2,11 @@
 //! guard, the fixed-point increase and the loss response.
 
 use super::*;
-use crate::{Dur, Time};
-
-fn sock(cwnd: u32, ssthresh: u32) -> Sock {
-    let mut s = Sock::new(1448, Time::ZERO);
-    s.cwnd = cwnd;
-    s.ssthresh = ssthresh;
-    s.is_cwnd_limited = true;
-    s.max_packets_out = cwnd;
-    s
-}
+use crate::testing::{cwnd_limited_sock as sock, from_pairs, pkts_acked};
+use crate::Dur;
 
 fn sample(cc: &mut Illinois, s: &mut Sock, pkts: u32, rtt_us: Option<u64>) {
-    cc.pkts_acked(
-        s,
-        &AckSample {
-            pkts_acked: pkts,
-            rtt: rtt_us.map(Dur::from_us),
-            in_flight: s.cwnd,
-        },
-    );
+    pkts_acked(cc, s, pkts, rtt_us.map(Dur::from_us));
 }
 
 #[test]
@@ -167,8 +152,7 @@ fn rtt_samples_are_clamped_and_an_rto_resets_to_reno() {
 }
 
 fn parse(pairs: &[(&str, u32)]) -> Result<IllinoisConfig, serde::de::value::Error> {
-    let map = serde::de::value::MapDeserializer::new(pairs.iter().copied());
-    serde::Deserialize::deserialize(map)
+    from_pairs(pairs)
 }
 
 #[test]

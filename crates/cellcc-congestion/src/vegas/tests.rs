@@ -2,16 +2,13 @@
 //! exit, the Reno fallback and the state hooks.
 
 use super::*;
-use crate::{Dur, Time, INFINITE_SSTHRESH};
+use crate::testing::{cwnd_limited_sock, from_pairs, pkts_acked};
+use crate::{Dur, INFINITE_SSTHRESH};
 
 /// A connection in Open with `cwnd`/`ssthresh`, a full window in flight, Vegas enabled
 /// at `snd_nxt = 100`.
 fn setup(cwnd: u32, ssthresh: u32) -> (Vegas, Sock) {
-    let mut s = Sock::new(1448, Time::ZERO);
-    s.cwnd = cwnd;
-    s.ssthresh = ssthresh;
-    s.is_cwnd_limited = true;
-    s.max_packets_out = cwnd;
+    let mut s = cwnd_limited_sock(cwnd, ssthresh);
     s.snd_nxt = 100;
     s.snd_una = 100 - u64::from(cwnd);
     let mut v = Vegas::default();
@@ -20,14 +17,7 @@ fn setup(cwnd: u32, ssthresh: u32) -> (Vegas, Sock) {
 }
 
 fn sample(v: &mut Vegas, s: &mut Sock, rtt_us: u64) {
-    v.pkts_acked(
-        s,
-        &AckSample {
-            pkts_acked: 1,
-            rtt: Some(Dur::from_us(rtt_us)),
-            in_flight: s.cwnd,
-        },
-    );
+    pkts_acked(v, s, 1, Some(Dur::from_us(rtt_us)));
 }
 
 /// Feed `rtts` as one round's samples, then the ACK that ends the round.
@@ -156,8 +146,7 @@ fn loss_response_is_renos() {
 }
 
 fn parse(pairs: &[(&str, u32)]) -> Result<VegasConfig, serde::de::value::Error> {
-    let map = serde::de::value::MapDeserializer::new(pairs.iter().copied());
-    serde::Deserialize::deserialize(map)
+    from_pairs(pairs)
 }
 
 #[test]

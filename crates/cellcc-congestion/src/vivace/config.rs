@@ -85,15 +85,13 @@ impl VivaceConfig {
                 return err(field, format!("{v} is outside [{lo}, {hi}]"));
             }
         }
-        for (field, v, lo, hi) in [
-            ("probe_pairs", self.probe_pairs, 1, 16),
-            ("min_mi_rtt_samples", self.min_mi_rtt_samples, 1, 1000),
-            ("trend_mis", self.trend_mis, 3, 100),
-        ] {
-            if !(lo..=hi).contains(&v) {
-                return err(field, format!("{v} is outside {lo}..={hi}"));
-            }
-        }
-        Ok(())
+        crate::config::check_ranges(
+            "pcc-vivace",
+            [
+                ("probe_pairs", self.probe_pairs, 1, 16),
+                ("min_mi_rtt_samples", self.min_mi_rtt_samples, 1, 1000),
+                ("trend_mis", self.trend_mis, 3, 100),
+            ],
+        )
     }
 }

@@ -169,9 +169,6 @@ fn info_reports_the_estimate_in_link_units() {
 
 #[test]
 fn config_takes_no_keys() {
-    let map = serde::de::value::MapDeserializer::<_, serde::de::value::Error>::new(
-        [("beta", 1u32)].into_iter(),
-    );
-    let err = <WestwoodConfig as serde::Deserialize>::deserialize(map).unwrap_err();
+    let err = crate::testing::from_pairs::<WestwoodConfig>(&[("beta", 1)]).unwrap_err();
     assert!(err.to_string().contains("unknown field `beta`"), "{err}");
 }

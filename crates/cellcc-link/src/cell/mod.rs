@@ -267,19 +267,14 @@ impl<T> Cell<T> {
         );
         self.advance(now);
         let state = &mut self.ues[ue];
+        let framing = state.channel.framing_bytes();
         let max = state.channel.max_charged_bytes();
-        let charged = ip_len
-            .checked_add(state.channel.framing_bytes())
-            .filter(|&charged| max.is_none_or(|max| charged <= max));
-        let Some(charged_bytes) = charged else {
-            state.stats.drops_too_big += 1;
-            return EnqueueResult::Dropped(item);
-        };
-        let packet = Queued {
-            item,
-            ip_len,
-            charged_bytes,
-            enqueued_at: now,
+        let packet = match Queued::charged(item, ip_len, now, framing, max) {
+            Ok(packet) => packet,
+            Err(item) => {
+                state.stats.drops_too_big += 1;
+                return EnqueueResult::Dropped(item);
+            }
         };
         let result = state.queue.enqueue(now, packet, &mut self.queue_drops);
         let outcome = match result {

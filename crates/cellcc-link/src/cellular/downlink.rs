@@ -37,8 +37,7 @@ use cellcc_units::{Dur, Time};
 
 use super::{Occasions, OccasionsError, TddConfig};
 use crate::params::{positive_dur_ms, ParamError};
-use crate::queue::DroppedPacket;
-use crate::stage::{HeldPackets, Released, Stage};
+use crate::stage::{held_stage_methods, HeldPackets, Stage};
 
 /// Downlink gate parameters. Defaults: LTE, 1 ms TTI, served every TTI, FDD.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -164,23 +163,5 @@ impl<T> Stage<T> for DownlinkGate<T> {
         self.held.push(release, (item, ip_len));
     }
 
-    fn advance(&mut self, now: Time) {
-        self.held.advance(now);
-    }
-
-    fn pop_output(&mut self) -> Option<Released<T>> {
-        self.held.pop_output()
-    }
-
-    fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
-        None
-    }
-
-    fn next_wakeup(&self) -> Option<Time> {
-        self.held.next_wakeup()
-    }
-
-    fn len(&self) -> usize {
-        self.held.len()
-    }
+    held_stage_methods!();
 }

@@ -67,8 +67,7 @@ use cellcc_units::{Dur, Time};
 
 use super::{offset_below, Occasions, OccasionsError, TddConfig, TddPattern};
 use crate::params::{dur_ms, positive_dur_ms, ParamError};
-use crate::queue::DroppedPacket;
-use crate::stage::{HeldPackets, Released, Stage};
+use crate::stage::{held_stage_methods, HeldPackets, Stage};
 
 /// Uplink grant gate parameters. Defaults: LTE FDD with a 5 ms SR period (the
 /// `lte-fdd-sr5` preset).
@@ -292,25 +291,7 @@ impl<T> Stage<T> for UplinkGrant<T> {
         self.stats.packets += 1;
     }
 
-    fn advance(&mut self, now: Time) {
-        self.held.advance(now);
-    }
-
-    fn pop_output(&mut self) -> Option<Released<T>> {
-        self.held.pop_output()
-    }
-
-    fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
-        None
-    }
-
-    fn next_wakeup(&self) -> Option<Time> {
-        self.held.next_wakeup()
-    }
-
-    fn len(&self) -> usize {
-        self.held.len()
-    }
+    held_stage_methods!();
 }
 
 #[cfg(test)]

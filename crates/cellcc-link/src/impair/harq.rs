@@ -33,8 +33,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::loss::BernoulliLoss;
 use crate::params::{positive_dur_ms, probability, ParamError};
-use crate::queue::DroppedPacket;
-use crate::stage::{HeldPackets, Released, Stage};
+use crate::stage::{held_stage_methods, HeldPackets, Stage};
 
 /// Most retransmissions allowed; 3GPP's `maxHARQ-Tx` goes up to 28 transmissions.
 const MAX_RETX_LIMIT: u32 = 28;
@@ -160,25 +159,7 @@ impl<T> Stage<T> for Harq<T> {
         self.held.push(release, (item, ip_len));
     }
 
-    fn advance(&mut self, now: Time) {
-        self.held.advance(now);
-    }
-
-    fn pop_output(&mut self) -> Option<Released<T>> {
-        self.held.pop_output()
-    }
-
-    fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
-        None
-    }
-
-    fn next_wakeup(&self) -> Option<Time> {
-        self.held.next_wakeup()
-    }
-
-    fn len(&self) -> usize {
-        self.held.len()
-    }
+    held_stage_methods!();
 }
 
 #[cfg(test)]

@@ -28,8 +28,7 @@ use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
 use crate::params::{dur_ms, ms_sample_to_dur, unit_f64, unit_f64_nonzero, ParamError};
-use crate::queue::DroppedPacket;
-use crate::stage::{HeldPackets, Released, Stage};
+use crate::stage::{held_stage_methods, HeldPackets, Stage};
 
 /// The extra-delay distribution: `jitter = { dist = "uniform", max_ms = 5.0 }`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -139,25 +138,7 @@ impl<T> Stage<T> for Jitter<T> {
         self.held.push(release, (item, ip_len));
     }
 
-    fn advance(&mut self, now: Time) {
-        self.held.advance(now);
-    }
-
-    fn pop_output(&mut self) -> Option<Released<T>> {
-        self.held.pop_output()
-    }
-
-    fn pop_drop(&mut self) -> Option<DroppedPacket<T>> {
-        None
-    }
-
-    fn next_wakeup(&self) -> Option<Time> {
-        self.held.next_wakeup()
-    }
-
-    fn len(&self) -> usize {
-        self.held.len()
-    }
+    held_stage_methods!();
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cellcc_link::{Link, LinkService, QueueSpec, Trace, TraceMode};
-use cellcc_units::Time;
+use cellcc_link::{Link, LinkService, QueueSpec, Released, Stage, Trace, TraceMode};
+use cellcc_units::{Bandwidth, Time};
 
 /// Directory of the shared Mahimahi traces, relative to this crate.
 const TRACE_DIR: &str = concat!(
@@ -39,6 +39,42 @@ pub(crate) fn shared_trace(name: &str) -> Option<PathBuf> {
 pub(crate) fn trace_link(timestamps_ms: &[u32], mode: TraceMode, queue: QueueSpec) -> Link<u32> {
     let trace = Trace::from_timestamps(timestamps_ms.to_vec(), "test").unwrap();
     Link::new(LinkService::trace(Arc::new(trace), mode), queue)
+}
+
+/// A constant-rate link of `mbps` with an infinite queue.
+pub(crate) fn constant_link(mbps: f64) -> Link<u32> {
+    Link::new(
+        LinkService::constant(Bandwidth::from_mbps(mbps)),
+        QueueSpec::Infinite,
+    )
+}
+
+/// Drives `stage` event by event with packets of `ip_len` bytes, item `i` arriving at
+/// `arrivals[i]`: before each arrival, every wake-up due by then is run; then the
+/// arrival is pushed; at the end every remaining wake-up. Returns `(item, release
+/// time)` in release order, checking each release happens at its wake-up and that the
+/// stage ends empty.
+pub(crate) fn run_stage<S: Stage<u32>>(stage: &mut S, arrivals: &[Time], ip_len: u32) -> Vec<(u32, Time)> {
+    let mut out = Vec::new();
+    let mut drain = |stage: &mut S, until: Option<Time>| {
+        while let Some(t) = stage
+            .next_wakeup()
+            .filter(|&t| until.is_none_or(|u| t <= u))
+        {
+            stage.advance(t);
+            while let Some(Released { item, at, .. }) = stage.pop_output() {
+                assert_eq!(at, t, "released at its wake-up");
+                out.push((item, at));
+            }
+        }
+    };
+    for (id, &a) in arrivals.iter().enumerate() {
+        drain(stage, Some(a));
+        stage.push(a, id as u32, ip_len);
+    }
+    drain(stage, None);
+    assert!(stage.is_empty());
+    out
 }
 
 /// Runs the link event by event (advance at each `next_wakeup`) until it is idle or the

@@ -17,19 +17,14 @@ impl Simulation<'_> {
     /// Register UDP source `background[k]` as a flow and schedule its first packet.
     pub(super) fn add_udp(&mut self, k: usize, ue: u32, mut src: UdpSource) {
         let flow = self.flows.len() as u32;
-        self.flows.push(Flow {
-            scheme: "udp".into(),
-            start: Time::ZERO,
+        self.flows.push(Flow::new(
+            "udp".into(),
+            Time::ZERO,
             ue,
-            dir: Direction::Down,
-            origin: Origin::Udp(k),
-            app: App::Bulk,
-            sender: None,
-            receiver: None,
-            sender_timer: None,
-            receiver_timer: None,
-            control: None,
-        });
+            Direction::Down,
+            Origin::Udp(k),
+            App::Bulk,
+        ));
         self.metrics.push(FlowMetrics::default());
         let idx = self.udp.len() as u32;
         let first = src.next_send();
@@ -91,22 +86,20 @@ impl Simulation<'_> {
             bytes: flow.bytes,
             completed: None,
         });
-        self.flows.push(Flow {
-            scheme: cfg.scheme.clone(),
-            start: flow.start,
-            ue: cfg.ue,
-            dir: Direction::Down,
-            origin: Origin::Short {
-                background,
-                record: self.short_flows.len() - 1,
-            },
-            app: App::Bytes(flow.bytes.max(1)),
-            sender: None,
-            receiver: None,
-            sender_timer: None,
-            receiver_timer: None,
-            control: None,
-        });
+        let origin = Origin::Short {
+            background,
+            record: self.short_flows.len() - 1,
+        };
+        let app = App::Bytes(flow.bytes.max(1));
+        let scheme = cfg.scheme.clone();
+        self.flows.push(Flow::new(
+            scheme,
+            flow.start,
+            cfg.ue,
+            Direction::Down,
+            origin,
+            app,
+        ));
         self.metrics.push(FlowMetrics::default());
         self.start_or_fail(i);
     }

@@ -117,6 +117,25 @@ struct Flow {
     control: Option<FlowControl>,
 }
 
+impl Flow {
+    /// A flow that has not started: no endpoints, timers or control yet.
+    fn new(scheme: String, start: Time, ue: u32, dir: Direction, origin: Origin, app: App) -> Self {
+        Flow {
+            scheme,
+            start,
+            ue,
+            dir,
+            origin,
+            app,
+            sender: None,
+            receiver: None,
+            sender_timer: None,
+            receiver_timer: None,
+            control: None,
+        }
+    }
+}
+
 /// Records sender events into a flow's metrics.
 struct Observer<'a> {
     flow: &'a mut FlowMetrics,
@@ -376,18 +395,10 @@ impl<'s> Simulation<'s> {
                 .flows
                 .iter()
                 .enumerate()
-                .map(|(i, f)| Flow {
-                    scheme: f.scheme.clone(),
-                    start: Time::ZERO + f.start,
-                    ue: f.ue,
-                    dir: f.direction,
-                    origin: Origin::Scenario(i),
-                    app: f.app,
-                    sender: None,
-                    receiver: None,
-                    sender_timer: None,
-                    receiver_timer: None,
-                    control: None,
+                .map(|(i, f)| {
+                    let start = Time::ZERO + f.start;
+                    let origin = Origin::Scenario(i);
+                    Flow::new(f.scheme.clone(), start, f.ue, f.direction, origin, f.app)
                 })
                 .collect(),
             metrics: vec![FlowMetrics::default(); sc.flows.len()],

@@ -14,13 +14,7 @@ fn rate_samples_match_the_bottleneck_and_mark_the_app_limited_tail() {
         samples: samples.clone(),
     };
     let total = 3000u64;
-    let sender = TcpSender::new(
-        0,
-        &SenderConfig::default(),
-        Box::new(cc),
-        App::Bytes(total * 1448),
-        Time::ZERO,
-    );
+    let sender = sender_with(cc, App::Bytes(total * 1448));
     let mut net = Net::new(sender, Bandwidth::from_mbps(12.0), Dur::from_ms(20), None);
     // Lose the last segment so the probe that repairs it is sent app-limited.
     net.drop_data = Box::new(move |_, seg| seg.seq == total - 1 && !seg.retransmit);

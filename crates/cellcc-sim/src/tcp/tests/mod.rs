@@ -357,6 +357,18 @@ impl Net {
         self.now
     }
 
+    /// The first change of congestion state into `state`: (time, from, to).
+    fn entered(&self, state: CaState) -> (Time, CaState, CaState) {
+        let first = self.obs.states.iter().find(|s| s.2 == state);
+        *first.unwrap_or_else(|| panic!("never entered {state:?}"))
+    }
+
+    /// The first change of congestion state out of `state`: (time, from, to).
+    fn left(&self, state: CaState) -> (Time, CaState, CaState) {
+        let first = self.obs.states.iter().find(|s| s.1 == state);
+        *first.unwrap_or_else(|| panic!("never left {state:?}"))
+    }
+
     fn snap_at(&self, t: Time) -> Snap {
         *self
             .trace
@@ -374,6 +386,22 @@ fn reno_sender(cfg: &SenderConfig, app: App) -> (TcpSender, Arc<Mutex<Vec<CaEven
         TcpSender::new(0, cfg, Box::new(cc), app, Time::ZERO),
         events,
     )
+}
+
+/// A sender of `app` with `cc` and the default configuration, starting at 0.
+fn sender_with(cc: impl CongestionControl + 'static, app: App) -> TcpSender {
+    TcpSender::new(0, &SenderConfig::default(), Box::new(cc), app, Time::ZERO)
+}
+
+/// Reno with cwnd clamped at 20 (below the 33-packet BDP), bulk, over 10 Mbit/s with
+/// 20 ms each way and a deep queue.
+fn clamped_reno_net() -> Net {
+    let cc = TestReno {
+        cwnd_clamp: Some(20),
+        ..TestReno::default()
+    };
+    let sender = sender_with(cc, App::Bulk);
+    Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None)
 }
 
 fn ms(x: u64) -> Time {

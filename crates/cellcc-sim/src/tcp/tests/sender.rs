@@ -56,12 +56,7 @@ fn single_loss(rack: bool) {
 
     // Fast retransmit on the ACK that brought the third SACKed segment (dupthresh), which
     // also entered Recovery.
-    let entry = net
-        .obs
-        .states
-        .iter()
-        .find(|s| s.2 == CaState::Recovery)
-        .expect("entered Recovery");
+    let entry = net.entered(CaState::Recovery);
     assert_eq!(entry.0, t_rexmit);
     let before = *net.trace.iter().rev().find(|s| s.t < entry.0).unwrap();
     let at_entry = net.snap_at(entry.0);
@@ -74,12 +69,7 @@ fn single_loss(rack: bool) {
     let ssthresh = at_entry.ssthresh;
 
     // Exit when snd_una passes high_seq: cwnd = ssthresh and CompleteCwr.
-    let exit = net
-        .obs
-        .states
-        .iter()
-        .find(|s| s.1 == CaState::Recovery)
-        .expect("left Recovery");
+    let exit = net.left(CaState::Recovery);
     assert_eq!(exit.2, CaState::Open);
     let at_exit = net.snap_at(exit.0);
     assert_eq!(at_exit.cwnd, ssthresh);
@@ -193,18 +183,7 @@ fn a_single_lost_tail_segment_is_probed_at_the_rto_bound() {
 #[test]
 fn blackout_times_out_backs_off_and_restarts_in_slow_start() {
     // cwnd clamped at 20 (below the 33-packet BDP): no loss before the blackout.
-    let cc = TestReno {
-        cwnd_clamp: Some(20),
-        ..TestReno::default()
-    };
-    let sender = TcpSender::new(
-        0,
-        &SenderConfig::default(),
-        Box::new(cc),
-        App::Bulk,
-        Time::ZERO,
-    );
-    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    let mut net = clamped_reno_net();
     let blackout = |t: Time| t >= ms(2000) && t < ms(5000);
     net.drop_data = Box::new(move |t, _| blackout(t));
     net.drop_ack = Box::new(move |t, _| blackout(t));
@@ -264,18 +243,7 @@ fn a_delay_spike_causes_a_spurious_timeout_that_is_undone() {
     // The bottleneck stops serving for 1.5 s but loses nothing (a cellular stall): the
     // RTO fires, and the originals' ACKs, echoing timestamps older than the
     // retransmission, prove it spurious (tcp_try_undo_loss).
-    let cc = TestReno {
-        cwnd_clamp: Some(20),
-        ..TestReno::default()
-    };
-    let sender = TcpSender::new(
-        0,
-        &SenderConfig::default(),
-        Box::new(cc),
-        App::Bulk,
-        Time::ZERO,
-    );
-    let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
+    let mut net = clamped_reno_net();
     net.fwd.stall = Some((ms(2000), ms(3500)));
     net.run_until(ms(1999));
     let before = net.trace.last().copied().unwrap();
@@ -284,13 +252,7 @@ fn a_delay_spike_causes_a_spurious_timeout_that_is_undone() {
     assert!(st.rtos >= 1);
     assert_eq!(st.undo_loss + st.undo_frto, 1, "{st:?}");
     // Undo restored the window and the threshold from before the timeout.
-    let undo_t = net
-        .obs
-        .states
-        .iter()
-        .find(|s| s.1 == CaState::Loss)
-        .unwrap()
-        .0;
+    let undo_t = net.left(CaState::Loss).0;
     let after = net.snap_at(undo_t);
     assert_eq!(after.state, CaState::Open);
     assert_eq!(after.cwnd, before.cwnd);
@@ -338,13 +300,7 @@ fn pacing_spaces_segments_only_when_the_cc_asks() {
         cwnd: 100,
         rate: 1_448_000,
     };
-    let sender = TcpSender::new(
-        0,
-        &SenderConfig::default(),
-        Box::new(cc),
-        App::Bulk,
-        Time::ZERO,
-    );
+    let sender = sender_with(cc, App::Bulk);
     assert_eq!(sender.next_wakeup(), None);
     let mut net = Net::new(sender, Bandwidth::from_mbps(100.0), Dur::from_ms(20), None);
     assert_eq!(net.sent.len(), 10);
@@ -407,17 +363,12 @@ fn a_cwr_request_from_cong_avoid_reduces_cwnd_by_prr_without_retransmitting() {
         requested: false,
         events: events.clone(),
     };
-    let sender = TcpSender::new(0, &SenderConfig::default(), Box::new(cc), App::Bulk, ms(0));
+    let sender = sender_with(cc, App::Bulk);
     // 10 Mbit/s, 40 ms RTT, deep queue: no loss ever.
     let mut net = Net::new(sender, Bandwidth::from_mbps(10.0), Dur::from_ms(20), None);
     net.run_until(ms(1000));
 
-    let entry = net
-        .obs
-        .states
-        .iter()
-        .find(|s| s.2 == CaState::Cwr)
-        .expect("entered CWR");
+    let entry = net.entered(CaState::Cwr);
     assert_eq!(entry.1, CaState::Open);
     let at_entry = net.snap_at(entry.0);
     let before = *net.trace.iter().rev().find(|s| s.t < entry.0).unwrap();
@@ -429,12 +380,7 @@ fn a_cwr_request_from_cong_avoid_reduces_cwnd_by_prr_without_retransmitting() {
 
     // CWR lasts until data sent after the entry is acked; PRR lowers cwnd meanwhile and
     // the exit sets cwnd = ssthresh and reports CompleteCwr.
-    let exit = net
-        .obs
-        .states
-        .iter()
-        .find(|s| s.1 == CaState::Cwr)
-        .expect("left CWR");
+    let exit = net.left(CaState::Cwr);
     assert_eq!(exit.2, CaState::Open);
     assert!(exit.0 > entry.0);
     let at_exit = net.snap_at(exit.0);
