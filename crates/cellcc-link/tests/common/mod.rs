@@ -54,7 +54,11 @@ pub(crate) fn constant_link(mbps: f64) -> Link<u32> {
 /// arrival is pushed; at the end every remaining wake-up. Returns `(item, release
 /// time)` in release order, checking each release happens at its wake-up and that the
 /// stage ends empty.
-pub(crate) fn run_stage<S: Stage<u32>>(stage: &mut S, arrivals: &[Time], ip_len: u32) -> Vec<(u32, Time)> {
+pub(crate) fn run_stage<S: Stage<u32>>(
+    stage: &mut S,
+    arrivals: &[Time],
+    ip_len: u32,
+) -> Vec<(u32, Time)> {
     let mut out = Vec::new();
     let mut drain = |stage: &mut S, until: Option<Time>| {
         while let Some(t) = stage
