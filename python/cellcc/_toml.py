@@ -10,6 +10,7 @@ written inline (``queue = { kind = "droptail", packets = 100 }``) and a top-leve
 tables becomes ``[[name]]`` blocks, which is the layout used throughout the docs.
 
 Reading goes through the standard library's ``tomllib``; tests round-trip the two.
+:func:`read_text` reads a scenario or sweep file with one error per way it can fail.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["TomlTypeError", "dumps"]
+from cellcc._native import ScenarioError
+
+__all__ = ["TomlTypeError", "dumps", "read_text"]
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {
@@ -133,3 +137,18 @@ def _value(value: Any, path: str) -> str:
         if converted == value:
             return _value(converted, path)
     raise TomlTypeError(path, f"cannot write a value of type {type(value).__name__} as TOML")
+
+
+def read_text(path: Path, what: str) -> str:
+    """The text of the ``what`` file (``scenario``, ``sweep``) at ``path``; every way
+    reading can fail is a :class:`ScenarioError` naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such {what} file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: is a directory, expected a {what} TOML file") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None

@@ -222,16 +222,7 @@ def _prepare(
         return text, os.fspath(directory), f"<{name}>" if isinstance(name, str) else "<dict>"
     if isinstance(scenario, str | os.PathLike):
         path = Path(scenario)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ScenarioError(f"{path}: no such scenario file") from None
-        except IsADirectoryError:
-            raise ScenarioError(f"{path}: is a directory, expected a scenario TOML file") from None
-        except UnicodeDecodeError:
-            raise ScenarioError(f"{path}: not a UTF-8 text file") from None
-        except OSError as exc:
-            raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = _toml.read_text(path, "scenario")
         directory = Path(base_dir) if base_dir is not None else path.resolve().parent
         return text, os.fspath(directory), os.fspath(path)
     raise UsageError(f"scenario: expected a path or a dict, got {type(scenario).__name__}")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cellcc import _toml
 from cellcc._native import ScenarioError
 
 __all__ = ["Run", "Sweep", "expand", "load_sweep", "set_path"]
@@ -188,14 +189,7 @@ def _substitute(value: Any, traces: str | None, source: str, where: str) -> Any:
 
 
 def _read_toml(path: Path, what: str) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such {what} file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{path}: is a directory, expected a {what} TOML file") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{path}: not a UTF-8 text file") from None
+    text = _toml.read_text(path, what)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

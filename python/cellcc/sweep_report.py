@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -386,10 +387,9 @@ def write_sweep_report(
     )
     plots_out: list[Plot] = []
     subtitle = f"{len(sweep.runs)} runs" + (" (quick)" if sweep.quick else "")
+    figures = _Figures(options, rows, series, gaps, out, sweep, subtitle, command, published)
     for view in views:
-        plots_out += _view_plots(
-            view, options, rows, series, gaps, out, sweep, subtitle, command, published
-        )
+        plots_out += _view_plots(view, figures)
     section.plots = plots_out
     card = scorecard.for_sweep(
         sweep, results, out, options=options, context=context, series=series, window=window
@@ -409,19 +409,25 @@ def write_sweep_report(
     return page, shown
 
 
-def _view_plots(
-    view: str,
-    options: Mapping[str, Any],
-    rows: pd.DataFrame,
-    series: pd.DataFrame | None,
-    gaps: pd.DataFrame | None,
-    out: Path,
-    sweep: Sweep,
-    subtitle: str,
-    command: str,
-    published: Sequence[Mapping[str, Any]],
-) -> list[Plot]:
+@dataclass(frozen=True)
+class _Figures:
+    """What every view's figures are drawn from."""
+
+    options: Mapping[str, Any]
+    rows: pd.DataFrame
+    series: pd.DataFrame | None
+    gaps: pd.DataFrame | None
+    out: Path
+    sweep: Sweep
+    subtitle: str
+    command: str
+    published: Sequence[Mapping[str, Any]]
+
+
+def _view_plots(view: str, figures: _Figures) -> list[Plot]:
     """The figures of one view."""
+    options, rows, out, sweep = figures.options, figures.rows, figures.out, figures.sweep
+    subtitle, command, published = figures.subtitle, figures.command, figures.published
     plots_out: list[Plot] = []
     delay = options["delay"]
     if view == "table" and delay in rows.columns and not rows.empty:
@@ -464,22 +470,14 @@ def _view_plots(
         path = plots.save(figure, out / "frontier.png")
         plots_out.append(Plot(path, f"Throughput vs delay as {options['x']} varies", command))
     else:
-        plots_out += _other_views(view, options, rows, series, gaps, out, sweep, subtitle, command)
+        plots_out += _other_views(view, figures)
     return plots_out
 
 
-def _other_views(
-    view: str,
-    options: Mapping[str, Any],
-    rows: pd.DataFrame,
-    series: pd.DataFrame | None,
-    gaps: pd.DataFrame | None,
-    out: Path,
-    sweep: Sweep,
-    subtitle: str,
-    command: str,
-) -> list[Plot]:
+def _other_views(view: str, figures: _Figures) -> list[Plot]:
     """The figures of the views of :mod:`cellcc.sweep_views`."""
+    options, rows, series, gaps = figures.options, figures.rows, figures.series, figures.gaps
+    out, sweep, subtitle, command = figures.out, figures.sweep, figures.subtitle, figures.command
     title = f"{sweep.name} ({subtitle})"
     figure, name, caption = None, view, ""
     if view == "timeseries" and series is not None and not series.empty:

@@ -58,3 +58,23 @@ def test_unsupported_value_names_its_key_path():
 def test_none_values_are_left_out():
     text = _toml.dumps({"seed": None, "downlink": {"rate_mbps": 1.0, "loss": None}})
     assert tomllib.loads(text) == {"downlink": {"rate_mbps": 1.0}}
+
+
+def test_scenario_and_sweep_files_fail_to_read_with_one_error_naming_them(tmp_path):
+    from cellcc import ScenarioError
+    from cellcc.sweep import load_sweep
+
+    (tmp_path / "latin1.toml").write_bytes("name = 'caf\xe9'".encode("latin-1"))
+    too_long = tmp_path / ("x" * 300 + ".toml")  # ENAMETOOLONG: an OSError of its own
+    cases = [
+        (tmp_path / "missing.toml", "no such sweep file"),
+        (tmp_path, "is a directory, expected a sweep TOML file"),
+        (tmp_path / "latin1.toml", "not a UTF-8 text file"),
+        (too_long, "cannot read: File name too long"),
+    ]
+    for path, message in cases:
+        with pytest.raises(ScenarioError, match=message) as error:
+            load_sweep(path)
+        assert str(error.value).startswith(str(path))
+    with pytest.raises(ScenarioError, match="cannot read: File name too long"):
+        _toml.read_text(too_long, "scenario")
