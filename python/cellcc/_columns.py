@@ -366,8 +366,8 @@ def records(table: Any) -> list[dict[str, Any]]:
 
 
 def format_cell(value: Any) -> str:
-    """A terminal table cell: 3 significant digits, "—" for a missing value (the same
-    rule as :func:`cellcc.report.format_cell`, without importing pandas)."""
+    """A table cell (terminal or report): 3 significant digits, "—" for a missing value
+    (None, NaN or pandas' NA, checked without importing pandas)."""
     loaded = sys.modules.get("pandas")
     if value is None or (loaded is not None and value is loaded.NA):
         return "—"

@@ -124,7 +124,7 @@ class ComparisonSet:
     ) -> pd.DataFrame:
         """:meth:`aggregate` for reading: each metric as ``mean [low, high]`` text, or
         ``mean ± half-width`` with ``plus_minus`` (the mean alone with a single run)."""
-        from cellcc.report import format_cell
+        from cellcc._columns import format_cell
 
         frame = self.aggregate(metrics, confidence=confidence)
         chosen = [c for c in frame.columns if f"{c}_ci_low" in frame.columns]

@@ -8,7 +8,6 @@ archived as a whole. Each plot is captioned with the command that regenerates it
 from __future__ import annotations
 
 import html
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from cellcc._columns import format_cell
 from cellcc.api import Comparison, format_queue
 from cellcc.results import (
     PROVENANCE_FILE,
@@ -80,19 +80,6 @@ class Section:
     #: The table's columns to show and their headers (see :func:`table_html`); ``None``
     #: shows every column, as sweep tables need (their group, metrics and paper columns).
     columns: Mapping[str, str] | None = field(default_factory=lambda: dict(TABLE_COLUMNS))
-
-
-def format_cell(value: Any) -> str:
-    """A table cell: 3 significant digits, "—" for a missing value."""
-    if value is None or value is pd.NA:
-        return "—"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "—"
-        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
-            return f"{value:.3g}"
-        return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
-    return str(value)
 
 
 def table_html(frame: pd.DataFrame, columns: Mapping[str, str] | None = TABLE_COLUMNS) -> str:

@@ -339,7 +339,7 @@ def summary_table(frame: Any, title: str, *, skip: tuple[str, ...] = ()) -> Tabl
 
 def frame_table(frame: Any, title: str) -> Table:
     """Every column of ``frame`` as a terminal table (text left, numbers right)."""
-    from cellcc.report import format_cell
+    from cellcc._columns import format_cell
 
     columns = list(frame.columns)
     result = table(title)
