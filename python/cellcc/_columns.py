@@ -1,32 +1,30 @@
 """Result tables as the core returns them (columns of plain Python values), written to
-CSV, JSON and Parquet without pandas.
+CSV, JSON and Parquet without pandas or pyarrow.
 
 :class:`cellcc.api.Result` keeps each table as a :class:`Table` and builds its pandas
-DataFrame only when asked for it, so ``cellcc run`` never imports pandas (its import
-costs more CPU time than simulating a short trace). The files written from a
-:class:`Table` are those pandas writes from the DataFrame: the same CSV bytes, the same
-JSON, and Parquet with the same Arrow schema, values and ``pandas`` schema metadata
-(tests/python/test_result_tables.py).
+DataFrame only when asked for it, so ``cellcc run`` never imports pandas or pyarrow
+(their imports cost more CPU time than simulating a short trace). The files written
+from a :class:`Table` read back as the DataFrame pandas would have written: the same
+CSV bytes, the same JSON, and a Parquet file (encoded by the core,
+crates/cellcc-py/src/parquet.rs) that ``pandas.read_parquet`` returns as the same
+DataFrame; read with pyarrow, its strings are Arrow ``string`` where pyarrow gives a
+pandas 3 frame's strings as ``large_string`` (tests/python/test_result_tables.py).
 
 That holds because a column is written without pandas only when its dtype in pandas is
 certain: all ints (int64), numbers with at least one float or missing value (float64),
 all bools (bool), strings with or without missing values (str in pandas 3, object in
 pandas 2), or nothing but missing values (object). A table with any other column or
-with no rows, and Parquet with versions of pandas and pyarrow whose metadata this module
-does not know (:func:`_parquet_flavour`), are written through pandas as before.
+with no rows, or any table when the core is not built, is written through pandas and
+pyarrow as before.
 """
 
 from __future__ import annotations
 
 import csv
-import itertools
-import json
 import os
 import sys
-import warnings
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["LEADING_COLUMNS", "LazyFrame", "Table", "format_cell", "pandas", "records"]
 
@@ -194,96 +192,19 @@ class Table:
         writer.writerow(self.columns)
         writer.writerows(zip(*cells, strict=True))
 
-    def parquet_table(self) -> Any:
-        """``pyarrow.Table.from_pandas(frame, preserve_index=False)``."""
-        import pyarrow as pa
-
-        flavour = _parquet_flavour(pa.__version__) if self.lean else None
-        if flavour is None:
-            return pa.Table.from_pandas(self.frame(), preserve_index=False)
-        arrays = []
-        fields = []
-        for (name, values), kind in zip(self.columns.items(), self.kinds, strict=True):
-            arrays.append(_arrow_array(pa, values, kind, flavour))
-            pandas_type, numpy_type = flavour.types[kind]  # type: ignore[index]
-            fields.append(
-                {
-                    "name": name,
-                    "field_name": name,
-                    "pandas_type": pandas_type,
-                    "numpy_type": numpy_type,
-                    "metadata": None,
-                }
-            )
-        metadata: dict[str, Any] = {"index_columns": [], "column_indexes": [], "columns": fields}
-        if flavour.attributes:
-            metadata["attributes"] = {}
-        metadata["creator"] = {"library": "pyarrow", "version": pa.__version__}
-        metadata["pandas_version"] = flavour.pandas_version
-        return pa.Table.from_arrays(
-            arrays,
-            names=list(self.columns),
-            metadata={b"pandas": json.dumps(metadata).encode("utf8")},
-        )
-
-
-class _Flavour(NamedTuple):
-    """What ``pyarrow.Table.from_pandas`` makes of each kind of column, with the
-    installed pandas and pyarrow."""
-
-    pandas_version: str
-    #: Per kind: (``pandas_type``, ``numpy_type``) in the ``pandas`` schema metadata.
-    types: dict[str, tuple[str, str]]
-    #: The Arrow type of a string column.
-    string_type: str
-    #: Whether the metadata has the DataFrame's ``attributes`` (pyarrow 22 and later).
-    attributes: bool
-
-
-def _parquet_flavour(pyarrow_version: str) -> _Flavour | None:
-    """The :class:`_Flavour` of the installed pandas and pyarrow, or None when this
-    module does not know it (then tables are written through pandas)."""
-    loaded = sys.modules.get("pandas")
-    if loaded is not None:
-        pandas_version = str(loaded.__version__)
-    else:
-        from importlib import metadata
-
-        try:
-            pandas_version = metadata.version("pandas")
-        except metadata.PackageNotFoundError:
+    def encode_parquet(self, metadata: Mapping[str, str]) -> bytes | None:
+        """This table as the bytes of a Parquet file with key-value ``metadata``, encoded
+        by the core without pandas or pyarrow; None when the table is not :attr:`lean`
+        or the core is not built (then the caller writes :meth:`frame` with pyarrow)."""
+        if not self.lean:
             return None
-    pandas_major, arrow_major = _major(pandas_version), _major(pyarrow_version)
-    # pandas 3 infers the `str` dtype for strings (Arrow large_string); pandas 2 keeps
-    # them as objects (Arrow string). Either can be switched by an option.
-    infer_string = pandas_major >= 3
-    if loaded is not None:
-        try:
-            with warnings.catch_warnings():  # pandas 3 deprecates the option
-                warnings.simplefilter("ignore")
-                if bool(loaded.get_option("future.infer_string")) != infer_string:
-                    return None
-        except (AttributeError, KeyError):
-            return None
-    if pandas_major >= 3 and arrow_major >= 22:
-        string = ("large_string", ("object", "str"))
-    elif pandas_major == 2:
-        string = ("string", ("unicode", "object"))
-    else:
-        return None
-    types = {
-        "int64": ("int64", "int64"),
-        "float64": ("float64", "float64"),
-        "bool": ("bool", "bool"),
-        "str": string[1],
-        "null": ("empty", "object"),
-    }
-    return _Flavour(pandas_version, types, string[0], attributes=arrow_major >= 22)
+        from cellcc import _native
 
-
-def _major(version: str) -> int:
-    head = version.split(".", 1)[0]
-    return int(head) if head.isdigit() else -1
+        columns = [
+            (name, kind, values)
+            for (name, values), kind in zip(self.columns.items(), self.kinds, strict=True)
+        ]
+        return _native.encode_parquet(columns, metadata)  # type: ignore[arg-type]
 
 
 def _csv_cells(values: list[Any], kind: str | None) -> list[Any]:
@@ -293,42 +214,6 @@ def _csv_cells(values: list[Any], kind: str | None) -> list[Any]:
     if kind in ("str", "null"):
         return ["" if v is None else v for v in values]
     return [str(v) for v in values]  # int64, bool
-
-
-def _arrow_array(pa: Any, values: list[Any], kind: str | None, flavour: _Flavour) -> Any:
-    """The Arrow array ``from_pandas`` makes of a column of this kind, built from its
-    buffers: ``pyarrow.array`` on a list or a NumPy array would import pandas."""
-    n = len(values)
-    if kind == "null":
-        return pa.nulls(n)
-    if kind == "int64":
-        return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(array("q", values))])
-    if kind == "bool":
-        return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(_bitmap(values))])
-    if kind == "float64":
-        # A missing value is NaN in pandas and null in Arrow (from_pandas treats NaN so).
-        valid = [v is not None and v == v for v in values]
-        data = array("d", [v if ok else 0.0 for v, ok in zip(values, valid, strict=True)])
-        return _with_validity(pa, pa.float64(), valid, [pa.py_buffer(data)])
-    # str: offsets (int64 for large_string, int32 for string) and UTF-8 bytes.
-    valid = [v is not None for v in values]
-    encoded = [v.encode("utf-8") if v is not None else b"" for v in values]
-    offsets = array("q" if flavour.string_type == "large_string" else "i", [0])
-    offsets.extend(itertools.accumulate(map(len, encoded)))
-    buffers = [pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    return _with_validity(pa, getattr(pa, flavour.string_type)(), valid, buffers)
-
-
-def _with_validity(pa: Any, arrow_type: Any, valid: list[bool], buffers: list[Any]) -> Any:
-    nulls = valid.count(False)
-    bitmap = pa.py_buffer(_bitmap(valid)) if nulls else None
-    return pa.Array.from_buffers(arrow_type, len(valid), [bitmap, *buffers], null_count=nulls)
-
-
-def _bitmap(flags: list[bool]) -> bytes:
-    """An Arrow bitmap: bit i (least significant first) of byte i // 8 is ``flags[i]``."""
-    bits = "".join("1" if flag else "0" for flag in reversed(flags))
-    return int(bits or "0", 2).to_bytes((len(flags) + 7) // 8, "little")
 
 
 class LazyFrame:

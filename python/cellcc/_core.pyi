@@ -185,3 +185,14 @@ def schemes() -> list[str]:
 
 def scheme_info() -> str:
     """Every scheme with its source, documentation page and parameters (JSON)."""
+
+def encode_parquet(
+    columns: list[tuple[str, str, list[Any]]], metadata: list[tuple[str, str]]
+) -> bytes:
+    """A result table as the bytes of a Parquet file.
+
+    ``columns`` are ``(name, kind, values)``, all of one length, with kind ``"int64"``,
+    ``"float64"`` (None and NaN stored as null), ``"bool"``, ``"str"`` (None as null) or
+    ``"null"``; ``metadata`` is the file's key-value metadata. Raises ``ValueError``
+    naming the column when a value does not fit its kind or the lengths differ.
+    """

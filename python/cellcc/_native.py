@@ -35,6 +35,7 @@ __all__ = [
     "TraceError",
     "UsageError",
     "core_version",
+    "encode_parquet",
     "scheme_info",
     "schemes",
     "simulate",
@@ -90,6 +91,21 @@ def _require() -> Any:
 def core_version() -> str | None:
     """Version string of the compiled core, or ``None`` when it is not built."""
     return None if _core is None else str(_core.__version__)
+
+
+#: The core's Parquet encoder, taken at import: it only encodes, so tests that stand a
+#: fake in for the simulator (``_core``) still write real files with it.
+_ENCODE_PARQUET = None if _core is None else _core.encode_parquet
+
+
+def encode_parquet(
+    columns: list[tuple[str, str, list[Any]]], metadata: Mapping[str, str]
+) -> bytes | None:
+    """A result table of known column kinds as Parquet bytes (``_core.encode_parquet``),
+    or None when the core is not built (the caller then writes through pyarrow)."""
+    if _ENCODE_PARQUET is None:
+        return None
+    return _ENCODE_PARQUET(columns, list(metadata.items()))
 
 
 def _check_seed(seed: int | None, source_name: str) -> None:

@@ -124,20 +124,27 @@ def write_parquet_atomic(
     path: str | os.PathLike[str], frame: Any, *, provenance: Mapping[str, Any] | None = None
 ) -> Path:
     """Write a DataFrame (or a result table of :mod:`cellcc._columns`) as Parquet
-    atomically, embedding ``provenance`` in its metadata."""
+    atomically, embedding ``provenance`` in its metadata. A result table of known column
+    kinds is encoded by the core (no pandas or pyarrow import); anything else goes
+    through pyarrow."""
+    from cellcc._columns import Table
+
+    metadata: dict[str, str] = {}
+    if provenance is not None:
+        metadata[PARQUET_PROVENANCE_KEY.decode()] = json.dumps(json_ready(provenance))
+    if isinstance(frame, Table):
+        encoded = frame.encode_parquet(metadata)
+        if encoded is not None:
+            return write_bytes_atomic(path, encoded)
+        frame = frame.frame()
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cellcc._columns import Table
-
-    if isinstance(frame, Table):
-        table = frame.parquet_table()
-    else:
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-    if provenance is not None:
-        metadata = dict(table.schema.metadata or {})
-        metadata[PARQUET_PROVENANCE_KEY] = json.dumps(json_ready(provenance)).encode()
-        table = table.replace_schema_metadata(metadata)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if metadata:
+        merged = dict(table.schema.metadata or {})
+        merged.update({k.encode(): v.encode() for k, v in metadata.items()})
+        table = table.replace_schema_metadata(merged)
     target = Path(path)
     with _atomic_path(target) as tmp:
         pq.write_table(table, tmp)

@@ -1,5 +1,5 @@
 """Helpers several test files share: reading the HTML reports, checking one-line CLI
-errors."""
+errors, comparing Parquet files written by the core with those pyarrow writes."""
 
 from __future__ import annotations
 
@@ -56,3 +56,17 @@ def assert_one_line_error(result, *needles):
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for needle in needles:
         assert needle in lines[0], lines[0]
+
+
+def assert_same_arrow_values(written, expected):
+    """Two Arrow tables (``pyarrow.Table``) hold the same columns and values; a string
+    column may be ``string`` in ``written`` where ``expected`` has ``large_string`` (the
+    core's Parquet files do not carry pyarrow's own schema entry, which records that
+    pyarrow wrote a pandas 3 frame's strings as ``large_string``)."""
+    import pyarrow as pa
+
+    written.validate(full=True)
+    assert written.schema.names == expected.schema.names
+    for got, want in zip(written.schema, expected.schema, strict=True):
+        assert got.type == want.type or (got.type, want.type) == (pa.string(), pa.large_string())
+    assert written.cast(expected.schema).equals(expected)

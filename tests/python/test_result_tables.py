@@ -1,5 +1,6 @@
 """Result tables written without pandas (cellcc._columns) are written as pandas writes
-their DataFrames: the same CSV bytes, JSON values, Arrow schema, values and metadata."""
+their DataFrames: the same CSV bytes and JSON values, and Parquet (encoded by the core)
+that reads back as the same Arrow values and the same DataFrame."""
 
 import io
 import json
@@ -13,7 +14,8 @@ import pytest
 
 from cellcc import api
 from cellcc._columns import LEADING_COLUMNS, Table, column_kind
-from cellcc.results import json_ready
+from cellcc.results import PARQUET_PROVENANCE_KEY, json_ready, write_parquet_atomic
+from helpers import assert_same_arrow_values
 
 #: Columns of every kind, with the values that are easy to get wrong.
 COLUMNS = {
@@ -37,62 +39,49 @@ UNUSUAL = {
 }
 
 
-def pandas_files(frame):
-    """What cellcc wrote before tables were kept as columns: pandas' CSV, records and
-    Arrow table of the DataFrame."""
-    csv = io.StringIO()
-    frame.to_csv(csv, index=False)
-    return (
-        csv.getvalue(),
-        frame.to_dict(orient="records"),
-        pa.Table.from_pandas(frame, preserve_index=False),
-    )
-
-
-def table_files(table):
+def assert_same_text(table, frame):
     csv = io.StringIO()
     table.to_csv(csv)
-    return csv.getvalue(), table.records(), table.parquet_table()
+    assert csv.getvalue() == frame.to_csv(index=False)
+    records = json.dumps(json_ready(table.records()))
+    assert records == json.dumps(json_ready(frame.to_dict(orient="records")))
 
 
-def parquet_bytes(arrow):
-    sink = pa.BufferOutputStream()
-    pq.write_table(arrow, sink)
-    return sink.getvalue().to_pybytes()
+def assert_same_parquet(encoded, frame):
+    """``encoded`` holds the values pyarrow writes for ``frame`` and reads back as it."""
+    expected = pa.Table.from_pandas(frame, preserve_index=False)
+    assert_same_arrow_values(pq.read_table(io.BytesIO(encoded)), expected)
+    pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(encoded)), frame)
 
 
 def assert_same(table, frame):
-    csv, rows, arrow = table_files(table)
-    csv_pd, rows_pd, arrow_pd = pandas_files(frame)
-    assert csv == csv_pd
-    assert json.dumps(json_ready(rows)) == json.dumps(json_ready(rows_pd))
-    arrow.validate(full=True)
-    assert arrow.schema.equals(arrow_pd.schema, check_metadata=True)
-    assert arrow.equals(arrow_pd)
-    assert parquet_bytes(arrow) == parquet_bytes(arrow_pd)
+    assert_same_text(table, frame)
+    encoded = table.encode_parquet({})
+    assert (encoded is not None) == table.lean
+    if encoded is not None:
+        assert_same_parquet(encoded, frame)
 
 
 @pytest.mark.parametrize("name", list(COLUMNS))
-def test_each_kind_of_column_is_written_as_pandas_writes_it(name):
+def test_each_kind_of_column_is_written_as_pandas_writes_it(native, name):
     table = Table.from_columns({name: COLUMNS[name]})
     assert table.lean
     assert_same(table, pd.DataFrame({name: COLUMNS[name]}))
 
 
 @pytest.mark.parametrize("name", list(UNUSUAL))
-def test_other_columns_go_through_pandas(name):
+def test_other_columns_go_through_pandas(name, tmp_path):
     table = Table.from_columns({"flow": [0, 1, 2, 3], name: UNUSUAL[name]})
     frame = pd.DataFrame({"flow": [0, 1, 2, 3], name: UNUSUAL[name]})
     assert not table.lean
     if name == "mixed":  # which Parquet cannot hold, either way
         with pytest.raises(pa.ArrowInvalid):
-            table.parquet_table()
-        csv = io.StringIO()
-        table.to_csv(csv)
-        assert csv.getvalue() == frame.to_csv(index=False)
-        assert table.records() == frame.to_dict(orient="records")
+            write_parquet_atomic(tmp_path / "mixed.parquet", table)
+        assert_same_text(table, frame)
         return
     assert_same(table, frame)
+    written = write_parquet_atomic(tmp_path / "t.parquet", table)
+    pd.testing.assert_frame_equal(pd.read_parquet(written), frame)
 
 
 def test_kinds_are_the_dtypes_pandas_infers():
@@ -106,7 +95,7 @@ def test_kinds_are_the_dtypes_pandas_infers():
         assert column_kind(values) == expected, values
 
 
-def test_rows_with_missing_keys_and_leading_columns():
+def test_rows_with_missing_keys_and_leading_columns(native):
     rows = [
         {"rtt_ms": 1.5, "scheme": "cubic", "flow": 0},
         {"rtt_ms": 2.5, "flow": -1, "extra": "x"},
@@ -125,13 +114,29 @@ def test_a_table_without_rows_goes_through_pandas():
     assert_same(table, pd.DataFrame({"flow": [], "t_s": []}))
 
 
-def test_all_columns_together_with_the_leading_ones_first():
+def test_all_columns_together_with_the_leading_ones_first(native):
     columns = {name: COLUMNS[name] for name in reversed(COLUMNS)}
     table = Table.from_columns(columns, leading=True)
     frame = pd.DataFrame(columns)
     frame = frame[["flow", "scheme", "t_s", *[c for c in columns if c not in LEADING_COLUMNS]]]
     assert list(table.columns) == list(frame.columns)
     assert_same(table, frame)
+
+
+def test_parquet_written_by_the_core_carries_the_provenance(native, tmp_path):
+    table = Table.from_columns({"flow": [0, -1], "throughput_mbps": [1.0, None]})
+    path = write_parquet_atomic(tmp_path / "s.parquet", table, provenance={"seed": 3})
+    assert json.loads(pq.read_schema(path).metadata[PARQUET_PROVENANCE_KEY]) == {"seed": 3}
+    assert list(tmp_path.iterdir()) == [path]  # no temporary left
+
+
+def test_the_core_refuses_a_value_of_another_kind_naming_the_column(native):
+    from cellcc import _native
+
+    with pytest.raises(ValueError, match='column "rtt"'):
+        _native.encode_parquet([("rtt", "float64", [1.0, "x"])], {})
+    with pytest.raises(ValueError, match="rows"):
+        _native.encode_parquet([("a", "int64", [1]), ("b", "int64", [1, 2])], {})
 
 
 def raw_result():

@@ -5,6 +5,7 @@
 //! release the GIL and poll for Ctrl-C between batches of events; runs with congestion
 //! controls written in Python (`pycc`) hold it.
 
+mod parquet;
 mod pycc;
 mod report;
 mod sock;
@@ -361,5 +362,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(synth_trace, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_info, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet::encode_parquet, m)?)?;
     Ok(())
 }
