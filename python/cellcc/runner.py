@@ -85,6 +85,8 @@ class SweepOutcome:
     wall_s: float
     results: pd.DataFrame
     dataset: Path
+    nodes: int = 0
+    """Machines that simulated the executed runs (Ray: distinct nodes; local: 1)."""
 
     @property
     def runs_per_s(self) -> float:
@@ -195,8 +197,12 @@ def run_key(
 # -- executing one run ----------------------------------------------------------------
 
 
-def execute(task: Mapping[str, Any]) -> dict[str, Any]:
-    """Simulate one run and return its record (plain JSON values). Runs in a worker."""
+def execute(task: Mapping[str, Any], fetch: Callable[[str], bytes] | None = None) -> dict[str, Any]:
+    """Simulate one run and return its record (plain JSON values). Runs in a worker.
+
+    A task with ``shipped`` traces (``{trace value: sha256}``, :mod:`cellcc.trace_shipping`)
+    runs on this node's copies of them, ``fetch(sha256)`` giving the bytes of one not
+    yet copied; its record is the one the run makes from the original files."""
     from cellcc import api
 
     started = time.monotonic()
@@ -205,7 +211,14 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
         # The histograms come from the ACK log, which the record does not keep.
         scenario = copy.deepcopy(scenario)
         scenario.setdefault("metrics", {})["ack_log"] = True
-    result = api.simulate(scenario, seed=task["seed"], base_dir=task["base_dir"])
+    ran = scenario
+    if task.get("shipped"):
+        from cellcc import trace_shipping
+
+        if fetch is None:
+            raise ValueError("a task with shipped traces needs a fetch function")
+        ran = trace_shipping.localise(scenario, task["shipped"], fetch, trace_shipping.node_cache())
+    result = api.simulate(ran, seed=task["seed"], base_dir=task["base_dir"])
     summary = result.summary.to_dict(orient="records")
     cc = {}
     if result.cc_info is not None and not result.cc_info.empty:
@@ -235,7 +248,7 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
             "link": result.link,
             "meta": result.meta,
             "wall_s": time.monotonic() - started,
-            "scenario": result.scenario_text,
+            "scenario": result.scenario_text if ran is scenario else api.scenario_text(scenario),
         }
     )
 
@@ -264,7 +277,29 @@ def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
                     pending.add(pool.submit(execute, task))
 
 
-def _ray(tasks: list[dict[str, Any]], jobs: int, address: str | None) -> Iterator[dict[str, Any]]:
+def _execute_on_node(
+    task: Mapping[str, Any], blobs: Mapping[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """:func:`execute` as a Ray task: ``blobs`` maps each shipped trace's sha256 to its
+    object reference (in a dict, so Ray passes the references rather than the bytes and
+    a node fetches only the traces it has not copied yet). Returns the node's ID too."""
+    import ray
+
+    def fetch(digest: str) -> bytes:
+        return bytes(ray.get(blobs[digest]))
+
+    return ray.get_runtime_context().get_node_id(), execute(task, fetch)
+
+
+def _ray(
+    tasks: list[dict[str, Any]],
+    jobs: int,
+    address: str | None,
+    shipped: Mapping[str, Path],
+    nodes: set[str],
+) -> Iterator[dict[str, Any]]:
+    """Run ``tasks`` on Ray; ``shipped`` maps the sha256 of each trace to ship to its
+    file; the ID of each node that runs a task is added to ``nodes``."""
     try:
         import ray
     except ImportError:
@@ -276,14 +311,34 @@ def _ray(tasks: list[dict[str, Any]], jobs: int, address: str | None) -> Iterato
         else:
             ray.init(address=address, log_to_driver=False)
     try:
-        remote = ray.remote(num_cpus=1)(execute)
-        pending = [remote.remote(task) for task in tasks]
+        refs = {digest: ray.put(path.read_bytes()) for digest, path in shipped.items()}
+        remote = ray.remote(num_cpus=1)(_execute_on_node)
+        pending = [
+            remote.remote(task, {d: refs[d] for d in task.get("shipped", {}).values()})
+            for task in tasks
+        ]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
+            node, record = ray.get(done[0])
+            nodes.add(node)
+            yield record
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _ship(tasks: list[dict[str, Any]]) -> dict[str, Path]:
+    """Give each task the sha256 of each trace it names (``shipped``); return the file of
+    each distinct hash."""
+    from cellcc import trace_shipping
+
+    files: dict[str, Path] = {}
+    for task in tasks:
+        named = trace_shipping.scenario_traces(task["scenario"], task["base_dir"])
+        hashes = {value: file_sha256(os.fspath(path)) for value, path in named.items()}
+        files.update({digest: named[value] for value, digest in hashes.items()})
+        task["shipped"] = hashes
+    return files
 
 
 # -- the sweep ------------------------------------------------------------------------
@@ -329,13 +384,19 @@ def run_sweep(
     command: str | None = None,
     progress: Callable[[Run, bool], None] | None = None,
     validate: bool = True,
+    ship_traces: bool = False,
 ) -> SweepOutcome:
     """Run every uncached run of ``sweep`` into ``out_dir`` and consolidate the dataset.
 
     ``progress(run, cached)`` is called once per run as it is found on disk or finishes.
+    ``ship_traces`` (Ray only): send the trace files to the nodes through Ray's object
+    store rather than have every node read them at the driver's paths
+    (:mod:`cellcc.trace_shipping`).
     """
     if executor not in EXECUTORS:
         raise UsageError(f"--executor: expected one of: {', '.join(EXECUTORS)}, got {executor!r}")
+    if ship_traces and executor != "ray":
+        raise UsageError("--ship-traces: only applies with --executor ray")
     jobs = jobs or os.cpu_count() or 1
     if jobs < 1:
         raise UsageError(f"--jobs: expected an integer >= 1, got {jobs}")
@@ -390,12 +451,15 @@ def run_sweep(
             ],
         },
     )
+    nodes: set[str] = set()
     if not todo:
         stream: Iterator[dict[str, Any]] = iter(())
     elif executor == "local":
         stream = _local(todo, min(jobs, len(todo)))
+        nodes.add("local")
     else:
-        stream = _ray(todo, jobs, address)
+        shipped = _ship(todo) if ship_traces else {}
+        stream = _ray(todo, jobs, address, shipped, nodes)
     executed = 0
     for record in stream:
         write_json_atomic(runs_dir / f"{record['key']}.json", record)
@@ -417,6 +481,7 @@ def run_sweep(
         wall_s=time.monotonic() - started,
         results=results,
         dataset=out / RESULTS_FILE,
+        nodes=len(nodes),
     )
 
 

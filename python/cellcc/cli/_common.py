@@ -117,6 +117,14 @@ AddressOption = Annotated[
     str | None,
     option("--address", help="Ray cluster address (ray executor) [default: a local Ray]."),
 ]
+ShipTracesOption = Annotated[
+    bool,
+    option(
+        "--ship-traces",
+        help="Ray: send the trace files to the nodes through the object store (for nodes "
+        "that do not see the driver's files).",
+    ),
+]
 QuickOption = Annotated[
     bool, option("--quick", help="Apply the file's [quick] table (shorter runs, fewer seeds).")
 ]
@@ -377,9 +385,11 @@ def check_schemes(names: list[str], option: str = "--schemes") -> None:
 _SHOWN = 8
 
 
-def check_executor(executor: str, address: str | None) -> None:
+def check_executor(executor: str, address: str | None, ship_traces: bool = False) -> None:
     if address is not None and executor != "ray":
         raise fail("--address: only applies with --executor ray")
+    if ship_traces and executor != "ray":
+        raise fail("--ship-traces: only applies with --executor ray")
 
 
 def command_line(*argv: Any) -> str:
@@ -396,6 +406,7 @@ def execute_sweep(
     jobs: int | None,
     address: str | None,
     title: str | None = None,
+    ship_traces: bool = False,
 ) -> dict[str, Any]:
     """Run ``sweep`` into ``out``, write its report, print its table; return a summary."""
     import json
@@ -414,6 +425,7 @@ def execute_sweep(
             command=command,
             progress=advance,
             validate=False,
+            ship_traces=ship_traces,
         )
     record = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
     page, frame = sweep_report.write_sweep_report(

@@ -15,6 +15,7 @@ from cellcc.cli._common import (
     ExecutorOption,
     JobsOption,
     QuickOption,
+    ShipTracesOption,
     TracesOption,
     argument,
     check_executor,
@@ -41,6 +42,7 @@ def reproduce(
     jobs: JobsOption = None,
     executor: ExecutorOption = "local",
     address: AddressOption = None,
+    ship_traces: ShipTracesOption = False,
     quick: QuickOption = False,
     traces: TracesOption = None,
     catalogue: CatalogueOption = None,
@@ -58,7 +60,7 @@ def reproduce(
 
     if (experiment_id is None) == (not run_all):
         raise fail("give an experiment ID or --all (see 'cellcc experiments list')")
-    check_executor(executor, address)
+    check_executor(executor, address, ship_traces)
     chosen = cat.entries(catalogue) if run_all else [cat.find(experiment_id or "", catalogue)]
     loaded = [(e, load_sweep(e.path, quick=quick, traces_dir=traces)) for e in chosen]
     for _entry, sweep in loaded:  # every file is checked before the first run
@@ -81,6 +83,7 @@ def reproduce(
             jobs=jobs,
             address=address,
             title=f"{entry.paper}, {entry.figure}",
+            ship_traces=ship_traces,
         )
         card = read_scorecard(out / entry.id).get("claims") or []
         tally = scorecard.counts(card)

@@ -12,6 +12,7 @@ from cellcc.cli._common import (
     ExecutorOption,
     JobsOption,
     QuickOption,
+    ShipTracesOption,
     TracesOption,
     argument,
     check_executor,
@@ -32,6 +33,7 @@ def sweep(
     jobs: JobsOption = None,
     executor: ExecutorOption = "local",
     address: AddressOption = None,
+    ship_traces: ShipTracesOption = False,
     quick: QuickOption = False,
     traces: TracesOption = None,
 ) -> None:
@@ -40,7 +42,7 @@ def sweep(
     from cellcc.sweep import load_sweep
     from cellcc.sweep_report import report_options
 
-    check_executor(executor, address)
+    check_executor(executor, address, ship_traces)
     loaded = load_sweep(file, quick=quick, traces_dir=traces)
     # Claims (an [experiment] table's) are checked before the first run, not after.
     check_claims(parse_claims(loaded.experiment, loaded.source), loaded, report_options(loaded))
@@ -49,7 +51,15 @@ def sweep(
         "sweep", file, "--out", target, "--quick" if quick else None,
         *(("--traces", traces) if traces is not None else ()),
     )  # fmt: skip
-    execute_sweep(loaded, target, command=command, executor=executor, jobs=jobs, address=address)
+    execute_sweep(
+        loaded,
+        target,
+        command=command,
+        executor=executor,
+        jobs=jobs,
+        address=address,
+        ship_traces=ship_traces,
+    )
 
 
 def register(app: typer.Typer) -> None:
