@@ -18,7 +18,7 @@ LOWEST_VENV := .venv-lowest
 VENV_PATH := PATH="$(abspath $(VENV))/bin:$$PATH"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python bench-startup lint check-cargo check-python clean \
+.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python bench-startup fuzz lint check-cargo check-python clean \
 	wheel wheel-test sdist sdist-check test-wheel test-interpreters test-lowest
 
 help:
@@ -34,6 +34,7 @@ help:
 	@echo "make bench-per-ack  CPU time per ACK of every scheme (PropRate Table 4)"
 	@echo "make bench-python  Python congestion controls and the Gymnasium environment"
 	@echo "make bench-startup  whole-process CPU time of cellcc --version and a 10 s cellcc run"
+	@echo "make fuzz   30 minutes of hostile scenarios, traces, sweep files and CLI arguments (tests/fuzz)"
 	@echo "make lint   cargo fmt --check, clippy -D warnings, ruff"
 
 check-python:
@@ -163,11 +164,18 @@ bench-python: build
 bench-startup: build
 	$(PY) tests/bench/startup.py --runs 10 $(STARTUP_ARGS)
 
+# Hostile input for FUZZ_MINUTES (default 30): scenarios, trace files, sweep files and CLI
+# argument sets, each in a worker under a 2 GiB address-space limit; findings are written
+# to out/fuzz-findings/ (tests/fuzz/fuzz.py). `make test` runs a bounded part of it.
+FUZZ_MINUTES ?= 30
+fuzz: build
+	$(PY) tests/fuzz/fuzz.py --minutes $(FUZZ_MINUTES) $(FUZZ_ARGS)
+
 lint: $(DEPS_STAMP) check-cargo sysdeps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	$(VENV)/bin/ruff check python tests/python tests/bench
-	$(VENV)/bin/ruff format --check python tests/python tests/bench
+	$(VENV)/bin/ruff check python tests/python tests/bench tests/fuzz
+	$(VENV)/bin/ruff format --check python tests/python tests/bench tests/fuzz
 
 clean:
 	rm -rf $(VENV) $(LOWEST_VENV) $(EXTRA_PYTHONS:%=.venv-%) $(DIST) demo-report out python/cellcc/_core*.so .pytest_cache
