@@ -63,3 +63,12 @@ def test_cesar_fig6_report_keeps_its_key_metric_and_paper_column(tmp_path):
     for column in ("cc.su_ms", "cc.su_ms (paper)", "cc.su_min_ms", "cc.su_max_ms"):
         assert column in headers, (column, headers)
     assert "note" in headers, headers
+
+
+def test_c2tcp_table1_shows_the_queueing_delay_deviation_next_to_the_papers_jitter(
+    shared_traces, tmp_path
+):
+    headers = table_headers(_report("c2tcp-jsac-table1", tmp_path, 2.0))
+    # The paper's jitter (mean deviation of delay) beside ours; RFC 3550's under its name.
+    assert headers.index("qdelay_mdev_ms (paper)") == headers.index("qdelay_mdev_ms") + 1
+    assert "rfc3550_jitter_ms" in headers and "rfc3550_jitter_ms (paper)" not in headers
