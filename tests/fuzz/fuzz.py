@@ -83,6 +83,10 @@ class Worker:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, 9)
             self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
             self.process = None
 
     def run(self, kind: str, case: dict[str, Any], hang_s: float, slow_s: float) -> dict[str, Any]:
