@@ -77,7 +77,7 @@ def file_name(text: str) -> str:
     """
     text = str(text)
     cleaned = _UNSAFE_NAME.sub("-", text).lstrip(".-").strip()
-    if cleaned == text and len(text) <= MAX_NAME_CHARS:
+    if text and cleaned == text and len(text) <= MAX_NAME_CHARS:
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     stem = cleaned[:MAX_NAME_CHARS].rstrip()
