@@ -227,4 +227,3 @@ def test_a_progress_callback_failing_on_its_last_call_is_not_swallowed():
     with pytest.raises(RuntimeError, match="the last call"):
         cellcc.simulate(SCENARIO, progress=progress)
     assert seen and seen[-1] == 1.0
-
