@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
-import hashlib
 import json
 import math
 import os
@@ -75,6 +74,8 @@ def file_name(text: str) -> str:
     appended, so that two different texts never share a name: ``../../x`` becomes
     ``x-<hash>``, ``a/b`` becomes ``a-b-<hash>``.
     """
+    import hashlib
+
     text = str(text)
     cleaned = _UNSAFE_NAME.sub("-", text).lstrip(".-").strip()
     if text and cleaned == text and len(text) <= MAX_NAME_CHARS:

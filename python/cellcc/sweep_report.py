@@ -213,6 +213,7 @@ def _check_metrics(report: Mapping[str, Any], sweep: Sweep) -> None:
     if "delay" in report:
         wanted.append(("delay", report["delay"]))
     for key, metric in wanted:
+        plots.check_text(metric, f"{sweep.source}: report.{key}")  # axis labels
         known = columns | series if key == "y" else columns
         if not _known_metric(metric, frozenset(known)):
             raise ScenarioError(
