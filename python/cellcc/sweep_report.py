@@ -151,14 +151,12 @@ def _check_types(report: Mapping[str, Any], sweep: Sweep) -> None:
     if window is not None:
         ok = isinstance(window, list) and len(window) <= 2
         for bound in window if ok else ():
-            if bound == "":
-                continue
             if not isinstance(bound, int | float) or isinstance(bound, bool) or bound < 0:
                 ok = False
         if not ok:
             raise fail(
                 "window",
-                f'expected [start_s, end_s] (numbers >= 0, either may be ""), got {window!r}',
+                f"expected [], [start_s] or [start_s, end_s] (seconds >= 0), got {window!r}",
             )
     if report.get("normalise_to") is not None:
         labels = list(dict.fromkeys(str(r.params.get("label")) for r in sweep.runs))

@@ -95,3 +95,21 @@ def test_hostile_labels_in_facets_stay_inside_out(tmp_path):
     pngs = sorted(p.name for p in out.glob("throughput-delay-*.png"))
     assert len(pngs) == 3, pngs
     assert not [p for p in out.iterdir() if p.is_dir() and p.name != "runs"]
+
+
+@pytest.mark.usefixtures("native")
+def test_an_experiment_id_of_dots_stays_inside_out(tmp_path):
+    catalogue = tmp_path / "catalogue"
+    catalogue.mkdir()
+    entry = SWEEP.format(name="dots", schemes='"cubic"').replace("[report]\nfacets", "#")
+    entry += '\n[experiment]\npaper = "p"\nfigure = "f"\ndescription = "d"\n'
+    (catalogue / "...toml").write_text(entry, encoding="utf-8")  # the id (stem) is ".."
+    out = tmp_path / "a" / "out"
+    before = _files(tmp_path)
+    argv = ["reproduce", "--all", "--catalogue", str(catalogue), "--out", str(out), "-j", "1"]
+    result = cli.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    written = _files(tmp_path) - before
+    outside = {p for p in written if not (p == out or out in p.parents or p in out.parents)}
+    assert not outside
+    assert (out / "index.html").is_file()
