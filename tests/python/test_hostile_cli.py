@@ -5,7 +5,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cellcc
-from cellcc import api
+from cellcc import api, synthetic
 from cellcc.cli import app
 from helpers import assert_one_line_error
 
@@ -208,6 +208,7 @@ def _self_referential() -> dict:
         (lambda: cellcc.simulate({**SCENARIO, "name": "a\udc80"}), "name"),
         (lambda: cellcc.trace_info("a\udc80.down"), "a\\udc80"),
         (lambda: cellcc.validate(SCENARIO, base_dir="d\udc80"), "base_dir"),
+        (lambda: synthetic.write_preset("lte-driving", "/nonexistent", duration_s=1e9), "3600"),
     ],
 )
 def test_api_misuse_raises_cellcc_errors(call, needle):
