@@ -69,7 +69,15 @@ def reproduce(
     if traces is not None:
         flags += ["--traces", str(traces)]
     with output_lock(out):  # the index covers every entry: one reproduce at a time
-        _reproduce(loaded, out, flags, executor=executor, jobs=jobs, address=address)
+        _reproduce(
+            loaded,
+            out,
+            flags,
+            executor=executor,
+            jobs=jobs,
+            address=address,
+            ship_traces=ship_traces,
+        )
 
 
 def _reproduce(
@@ -80,6 +88,7 @@ def _reproduce(
     executor: str,
     jobs: int | None,
     address: str | None,
+    ship_traces: bool,
 ) -> None:
     """Run the ``loaded`` entries into ``out`` (locked), then write and show the index."""
     import os
