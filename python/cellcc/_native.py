@@ -126,12 +126,39 @@ def simulate(
     """Run one scenario given as TOML text (see ``_core.simulate``)."""
     core = _require()
     _check_seed(seed, source_name)
+    failures: list[BaseException] = []
+    watched = None if progress is None else _watched(progress, failures)
     try:
-        return core.simulate(
-            text, base_dir=base_dir, source_name=source_name, seed=seed, progress=progress
+        raw = core.simulate(
+            text, base_dir=base_dir, source_name=source_name, seed=seed, progress=watched
         )
     except OSError as exc:
         raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
+    except UnicodeEncodeError:
+        raise ScenarioError(f"{source_name}: {_not_utf8(base_dir)}") from None
+    if failures:  # the callback raised, and the core went on (its final call): re-raise
+        raise failures[0]
+    return dict(raw)
+
+
+def _watched(
+    progress: Callable[[float], object], failures: list[BaseException]
+) -> Callable[[float], object]:
+    """``progress`` recording the first exception it raises in ``failures``: the core
+    may not stop on an exception from its final call, which must not be lost."""
+
+    def call(done: float) -> object:
+        try:
+            return progress(done)
+        except BaseException as exc:
+            failures.append(exc)
+            raise
+
+    return call
+
+
+def _not_utf8(path: str | None) -> str:
+    return f"base_dir {path!r}: not valid UTF-8 (a lone surrogate); rename the directory"
 
 
 def stepper(text: str, *, base_dir: str | None, source_name: str, **options: Any) -> Any:
@@ -142,6 +169,8 @@ def stepper(text: str, *, base_dir: str | None, source_name: str, **options: Any
         return core.Stepper(text, base_dir=base_dir, source_name=source_name, **options)
     except OSError as exc:
         raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
+    except UnicodeEncodeError:
+        raise ScenarioError(f"{source_name}: {_not_utf8(base_dir)}") from None
 
 
 def validate_scenario(text: str, *, base_dir: str | None, source_name: str) -> None:
@@ -151,6 +180,8 @@ def validate_scenario(text: str, *, base_dir: str | None, source_name: str) -> N
         core.validate_scenario(text, base_dir=base_dir, source_name=source_name)
     except OSError as exc:
         raise ScenarioError(f"{source_name}: {_os_message(exc)}") from exc
+    except UnicodeEncodeError:
+        raise ScenarioError(f"{source_name}: {_not_utf8(base_dir)}") from None
 
 
 def trace_info(path: str) -> dict[str, Any]:
@@ -160,6 +191,8 @@ def trace_info(path: str) -> dict[str, Any]:
         return dict(core.trace_info(path))
     except OSError as exc:
         raise TraceError(f"{path}: {_os_message(exc)}") from exc
+    except UnicodeEncodeError:
+        raise TraceError(f"{path!r}: the path is not valid UTF-8 (a lone surrogate)") from None
 
 
 def trace_timestamps(path: str) -> bytes:
@@ -169,6 +202,8 @@ def trace_timestamps(path: str) -> bytes:
         return bytes(core.trace_timestamps(path))
     except OSError as exc:
         raise TraceError(f"{path}: {_os_message(exc)}") from exc
+    except UnicodeEncodeError:
+        raise TraceError(f"{path!r}: the path is not valid UTF-8 (a lone surrogate)") from None
 
 
 def synth_trace(config: Mapping[str, Any], seed: int) -> bytes:

@@ -88,10 +88,19 @@ def _key(key: Any, parent: str) -> str:
     if not isinstance(key, str):
         where = parent or "<root>"
         raise TomlTypeError(where, f"table keys must be strings, got {key!r}")
-    return key if _BARE_KEY.match(key) else _string(key)
+    return key if _BARE_KEY.match(key) else _string(key, parent or "<root>")
 
 
-def _string(text: str) -> str:
+#: Deepest nesting of tables and arrays a scenario may have (the schema needs a handful;
+#: deeper is a mistake, or a table that contains itself).
+MAX_DEPTH = 64
+
+
+def _string(text: str, path: str = "<root>") -> str:
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        raise TomlTypeError(
+            path, f"{text!r} holds a lone surrogate, which TOML (UTF-8) cannot represent"
+        )
     out = []
     for char in text:
         if char in _ESCAPES:
@@ -103,7 +112,12 @@ def _string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _value(value: Any, path: str) -> str:
+def _value(value: Any, path: str, depth: int = 0) -> str:
+    if depth > MAX_DEPTH:
+        raise TomlTypeError(
+            path.partition(".")[0] or "<root>",
+            f"nested more than {MAX_DEPTH} levels deep (a table or list that contains itself?)",
+        )
     # bool before int: bool is a subclass of int. numpy's bool_ is not, but has kind "b".
     if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
         return "true" if value else "false"
@@ -118,16 +132,17 @@ def _value(value: Any, path: str) -> str:
         # repr gives "30.0", "0.001", "1e-05"; TOML needs a '.' or an exponent to read a float.
         return text if any(c in text for c in ".eE") else text + ".0"
     if isinstance(value, str):
-        return _string(value)
+        return _string(value, path)
     if isinstance(value, os.PathLike):
-        return _string(os.fspath(value))
+        return _string(os.fspath(value), path)
     if isinstance(value, Mapping):
         items = ", ".join(
-            f"{_key(k, path)} = {_value(v, f'{path}.{k}')}" for k, v in _present(value)
+            f"{_key(k, path)} = {_value(v, f'{path}.{k}', depth + 1)}" for k, v in _present(value)
         )
         return "{ " + items + " }" if items else "{}"
     if isinstance(value, Sequence) and not isinstance(value, bytes):
-        return "[" + ", ".join(_value(v, f"{path}[{i}]") for i, v in enumerate(value)) + "]"
+        inner = (_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+        return "[" + ", ".join(inner) + "]"
     # numpy scalars and similar: accept anything that converts losslessly to int/float.
     for convert in (int, float):
         try:

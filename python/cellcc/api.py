@@ -212,6 +212,8 @@ def _prepare(
     scenario: ScenarioLike, base_dir: str | os.PathLike[str] | None
 ) -> tuple[str, str, str]:
     """Scenario → (TOML text, directory for relative paths, name used in error messages)."""
+    if base_dir is not None and not isinstance(base_dir, str | os.PathLike):
+        raise UsageError(f"base_dir: expected a directory path, got {type(base_dir).__name__}")
     if isinstance(scenario, Mapping):
         try:
             text = _toml.dumps(scenario)
@@ -308,6 +310,8 @@ def trace_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     Durations are returned with their unit in the key (``duration_s``, ``max_gap_ms``,
     ``longest_outage_ms``, ``first_ts_ms``).
     """
+    if not isinstance(path, str | os.PathLike):
+        raise UsageError(f"path: expected the path of a trace file, got {type(path).__name__}")
     info = _native.trace_info(os.fspath(path))
     out: dict[str, Any] = {}
     for key, value in info.items():
@@ -549,14 +553,13 @@ def run_scenarios(
             if progress is not None:
                 progress(key, True)
         return results
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
-    # spawn: workers start clean (no inherited threads or locks from the caller).
-    context = multiprocessing.get_context("spawn")
+    from cellcc._workers import pool as worker_pool
+
     directory = os.fspath(base_dir) if base_dir is not None else os.fspath(Path.cwd())
     done: dict[K, Result] = {}
-    with ProcessPoolExecutor(max_workers=min(jobs, len(scenarios)), mp_context=context) as pool:
+    with worker_pool(min(jobs, len(scenarios))) as pool:
         futures = {
             pool.submit(_simulate_in_worker, dict(sc), directory): key
             for key, sc in scenarios.items()

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cellcc import _toml
 from cellcc._native import ScenarioError, UsageError
 from cellcc.claims import parse_claims
 
@@ -67,7 +68,7 @@ def _package_data(name: str) -> Path:
 
 def _entry(path: Path) -> Entry:
     try:
-        spec = tomllib.loads(path.read_text(encoding="utf-8"))
+        spec = tomllib.loads(_toml.read_text(path, "experiment"))
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: invalid TOML: {exc}") from None
     experiment = spec.get("experiment")

@@ -359,6 +359,34 @@ def ack_pattern_figure(acks: pd.DataFrame, *, title: str, flow: int = 0) -> Figu
     return figure
 
 
+def check_text(text: str, where: str) -> None:
+    """Refuse (:class:`cellcc.UsageError` naming ``where``) a text matplotlib would fail
+    to draw: one with ``$...$`` that is not valid mathtext. Checked before anything
+    runs, not when the figure is saved."""
+    from matplotlib import cbook
+    from matplotlib.mathtext import MathTextParser
+
+    from cellcc._native import UsageError
+
+    if "$" not in text or not cbook.is_math_text(text):
+        return
+    try:
+        MathTextParser("path").parse(text)
+    except ValueError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        reason = lines[-1][:160] if lines else "cannot be parsed"
+        raise UsageError(
+            f"{where}: {text!r} is not valid matplotlib mathtext ({reason}); write a "
+            "literal dollar sign as \\$"
+        ) from None
+
+
+def literal(text: str) -> str:
+    """``text`` drawn as written (a file name, a trace name): dollar signs escaped, so
+    matplotlib never reads it as mathtext."""
+    return text.replace("$", r"\$")
+
+
 def save(figure: Figure, path: str | os.PathLike[str], *, dpi: int = 120) -> Path:
     """Write ``figure`` to ``path`` atomically (PNG or SVG/PDF by suffix)."""
     return save_figure_atomic(figure, path, dpi=dpi)

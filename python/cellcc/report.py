@@ -20,6 +20,8 @@ from cellcc._columns import format_cell
 from cellcc.api import Comparison, format_queue
 from cellcc.results import (
     PROVENANCE_FILE,
+    confined,
+    file_name,
     provenance,
     write_csv_atomic,
     write_json_atomic,
@@ -253,10 +255,12 @@ def write_comparison(
 
     out = Path(out_dir)
     command = command or comparison.command(out)
+    # Scheme names are user text (parameters, import paths): one confined name each.
+    folders = {scheme: confined(out, file_name(scheme)) for scheme in comparison.results}
     for scheme, result in comparison.results.items():
-        result.save(out / scheme, command=command)
+        result.save(folders[scheme], command=command)
         if result.cc_info is not None and not result.cc_info.empty:
-            write_csv_atomic(out / scheme / "cc_info.csv", result.cc_info)
+            write_csv_atomic(folders[scheme] / "cc_info.csv", result.cc_info)
 
     summary = comparison_summary(comparison)
     record = provenance(
@@ -316,11 +320,11 @@ def write_comparison(
             styles=styles,
             flow_labels={0: scheme},
         )
-        path = plots.save(figure, out / f"timeseries-{scheme}.png")
+        path = plots.save(figure, confined(out, file_name(f"timeseries-{scheme}") + ".png"))
         section.plots.append(
             Plot(path, f"{scheme}: throughput, queueing delay and cwnd over time", command)
         )
-        section.files.append((f"{scheme} results", out / scheme / "summary.csv"))
+        section.files.append((f"{scheme} results", folders[scheme] / "summary.csv"))
     section.files.insert(0, ("summary.csv", out / "summary.csv"))
 
     if write_index:
@@ -345,7 +349,7 @@ def write_comparison_set(comparison_set: ComparisonSet, out_dir: str | os.PathLi
     for comparison in comparison_set.comparisons:
         section = write_comparison(
             comparison,
-            out / comparison.trace_label / f"seed-{comparison.seed}",
+            confined(out, file_name(comparison.trace_label), f"seed-{comparison.seed}"),
             command=command,
             write_index=False,
             timeseries=comparison.seed == first_seed,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import json
 import math
 import os
@@ -23,12 +24,17 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 __all__ = [
     "PROVENANCE_FILE",
+    "TEMP_SUFFIX",
+    "clean_temporaries",
+    "confined",
+    "file_name",
     "git_revision",
     "json_ready",
+    "output_lock",
     "package_version",
     "provenance",
     "write_csv_atomic",
@@ -40,6 +46,129 @@ __all__ = [
 PROVENANCE_FILE = "provenance.json"
 #: Key under which Parquet schema metadata carries the provenance JSON.
 PARQUET_PROVENANCE_KEY = b"cellcc.provenance"
+#: Temporary files of the atomic writers are ``.<name>.<random>.tmp`` beside the target.
+TEMP_SUFFIX = ".tmp"
+
+
+# -- output paths ---------------------------------------------------------------------
+#
+# Every file name built from user text (a sweep's name, a scheme label, a facet value, an
+# experiment id, a scheme name) goes through file_name, and every such path through
+# confined: a name can neither hold a directory separator nor climb out of the output
+# directory, however the text is written.
+
+#: Characters a file name made from user text keeps: word characters, ``._+=:,@()-``
+#: and spaces; anything else (``/``, ``\``, control characters, ...) becomes ``-``.
+_UNSAFE_NAME = re.compile(r"[^\w.+=:,@() -]")
+#: Longest file name made from user text (before the hash that keeps names distinct).
+MAX_NAME_CHARS = 80
+
+
+def file_name(text: str) -> str:
+    """A single file-name component made from user text.
+
+    A plain name (word characters, ``._+=:,@()-`` and spaces, not starting with ``.``
+    or ``-``, at most 80 characters) is kept as it is, so the files of ordinary sweeps
+    keep their names. Anything else has every other character replaced by ``-``, its
+    leading dots and dashes removed, and the first 8 hex digits of the text's sha256
+    appended, so that two different texts never share a name: ``../../x`` becomes
+    ``x-<hash>``, ``a/b`` becomes ``a-b-<hash>``.
+    """
+    import hashlib
+
+    text = str(text)
+    cleaned = _UNSAFE_NAME.sub("-", text).lstrip(".-").strip()
+    if text and cleaned == text and len(text) <= MAX_NAME_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    stem = cleaned[:MAX_NAME_CHARS].rstrip()
+    return f"{stem}-{digest}" if stem else digest
+
+
+def confined(root: str | os.PathLike[str], *parts: str | os.PathLike[str]) -> Path:
+    """``root / parts``, refused (:class:`cellcc.UsageError`) unless it resolves inside
+    ``root`` (symbolic links followed): the check every path built from user text goes
+    through before anything is written there."""
+    from cellcc._native import UsageError
+
+    base = Path(root)
+    target = base.joinpath(*parts)
+    inside = base.resolve()
+    resolved = target.resolve()
+    if resolved != inside and inside not in resolved.parents:
+        raise UsageError(
+            f"{target}: outside the output directory {base}; names made from labels, "
+            "facets and sweep names must stay inside it"
+        )
+    return target
+
+
+def clean_temporaries(directory: str | os.PathLike[str]) -> int:
+    """Remove the temporary files the atomic writers left in ``directory`` when killed
+    (``.<name>.<random>.tmp``, never a real name); return how many. Call it only while
+    holding the directory's lock (:func:`output_lock`), or a live writer's
+    temporary could go."""
+    removed = 0
+    folder = Path(directory)
+    if folder.is_dir():
+        for leftover in folder.glob(f".*{TEMP_SUFFIX}"):
+            if _TEMPORARY.match(leftover.name) and leftover.is_file():
+                leftover.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+#: The name mkstemp gives the atomic writers' temporaries: ``.<name>.<8 random>.tmp``.
+_TEMPORARY = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+#: The lock file a sweep holds in its output directory (:func:`output_lock`).
+LOCK_FILE = ".cellcc.lock"
+#: Output directories this process holds locked, with how many holders nest there.
+_HELD: dict[Path, int] = {}
+
+
+@contextlib.contextmanager
+def output_lock(root: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold ``root`` (created if missing) for this process: an exclusive ``flock`` on
+    ``<root>/.cellcc.lock``, which records the holder's PID. A second process asking for
+    the same directory gets a :class:`cellcc.UsageError` naming it and the holder; the
+    same process may nest (a sweep inside ``cellcc sweep``). The kernel drops the lock
+    when the holder exits, even on ``kill -9``."""
+    from cellcc._native import UsageError
+
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as before
+        yield Path(root)
+        return
+    folder = Path(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder.resolve()
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield folder
+        finally:
+            _HELD[key] -= 1
+        return
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise UsageError(
+                f"{folder}: another cellcc process (PID {holder}) is writing into this "
+                "output directory; wait for it to finish or choose another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _HELD[key] = 1
+        try:
+            yield folder
+        finally:
+            del _HELD[key]
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @contextlib.contextmanager
@@ -47,7 +176,12 @@ def _atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; move it onto ``path`` if the block succeeds."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent
+        )
+    except OSError as exc:
+        _raise_named(exc, target)
     # mkstemp creates 0600; give the result the mode a plain open() would (0666 & ~umask)
     # so reports stay readable by whoever serves them.
     umask = os.umask(0)
@@ -58,9 +192,23 @@ def _atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield tmp
         tmp.replace(target)  # os.replace: atomic within one file system
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        _raise_named(exc, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _raise_named(exc: OSError, target: Path) -> NoReturn:
+    """Raise ``exc``, naming ``target`` when the disk (or quota) is full: the writer
+    reports that on the temporary file, or on no file at all (pyarrow), never on the
+    file being written."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
+    if not full:
+        raise exc
+    code = exc.errno if exc.errno in (errno.ENOSPC, errno.EDQUOT) else errno.ENOSPC
+    raise OSError(code, f"cannot write: {os.strerror(code)}", os.fspath(target)) from exc
 
 
 def _write_with(path: str | os.PathLike[str], mode: str, writer: Callable[[IO[Any]], None]) -> Path:

@@ -23,9 +23,10 @@ import itertools
 import json
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -37,7 +38,9 @@ import pandas as pd
 from cellcc._native import UsageError
 from cellcc.intervals import phase_table
 from cellcc.results import (
+    clean_temporaries,
     json_ready,
+    output_lock,
     provenance,
     write_csv_atomic,
     write_json_atomic,
@@ -254,15 +257,14 @@ def execute(task: Mapping[str, Any], fetch: Callable[[str], bytes] | None = None
 
 
 def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
-    import multiprocessing
+    from cellcc._workers import pool as worker_pool
 
     if jobs == 1:
         for task in tasks:
             yield execute(task)
         return
-    # spawn: workers start clean (no inherited threads or locks from the driver).
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    # Spawned workers that die with the driver, even on kill -9 (cellcc._workers).
+    with worker_pool(jobs) as pool:
         pending = set()
         queue = iter(tasks)
         # Keep a bounded number of tasks in flight so that results stream back in order
@@ -344,11 +346,45 @@ def _ship(tasks: list[dict[str, Any]]) -> dict[str, Path]:
 # -- the sweep ------------------------------------------------------------------------
 
 
-def _clean_temporaries(directory: Path) -> None:
-    """Remove temporary files a killed writer left behind (never under a real name)."""
-    if directory.is_dir():
-        for leftover in directory.glob(".*.tmp"):
-            leftover.unlink(missing_ok=True)
+#: A run file that cannot be read is moved aside under its name plus this suffix.
+QUARANTINE_SUFFIX = ".corrupt"
+
+
+def _quarantine(path: Path) -> Path:
+    """Move ``path`` aside to ``<name>.corrupt`` (``.corrupt-1``, ... if taken)."""
+    target = path.with_name(path.name + QUARANTINE_SUFFIX)
+    n = 0
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}{QUARANTINE_SUFFIX}-{n}")
+    path.replace(target)
+    return target
+
+
+def _is_cached(path: Path, key: str, warn: Callable[[str], None]) -> bool:
+    """Whether ``path`` holds the finished run ``key``. A file there that is not a
+    readable record of it (a disk error, an edit, another tool) is quarantined with a
+    warning naming it, and the run runs again."""
+    if not path.is_file():
+        return False
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        ok = (
+            isinstance(record, dict)
+            and record.get("key") == key
+            and isinstance(record.get("summary"), list)
+        )
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        ok = False
+    if ok:
+        return True
+    moved = _quarantine(path)
+    warn(f"warning: {path}: not a readable run record; moved to {moved.name}, running it again")
+    return False
+
+
+def _warn_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def check(sweep: Sweep, runs: list[Run] | None = None) -> None:
@@ -385,6 +421,7 @@ def run_sweep(
     progress: Callable[[Run, bool], None] | None = None,
     validate: bool = True,
     ship_traces: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> SweepOutcome:
     """Run every uncached run of ``sweep`` into ``out_dir`` and consolidate the dataset.
 
@@ -392,6 +429,9 @@ def run_sweep(
     ``ship_traces`` (Ray only): send the trace files to the nodes through Ray's object
     store rather than have every node read them at the driver's paths
     (:mod:`cellcc.trace_shipping`).
+    The sweep holds ``out_dir`` locked (:func:`cellcc.results.output_lock`): another
+    sweep into it fails at once. A run file that cannot be read is quarantined with a
+    warning (``warn``, default: a line on stderr) and the run runs again.
     """
     if executor not in EXECUTORS:
         raise UsageError(f"--executor: expected one of: {', '.join(EXECUTORS)}, got {executor!r}")
@@ -400,10 +440,39 @@ def run_sweep(
     jobs = jobs or os.cpu_count() or 1
     if jobs < 1:
         raise UsageError(f"--jobs: expected an integer >= 1, got {jobs}")
+    with output_lock(out_dir):
+        return _run_locked(
+            sweep,
+            Path(out_dir),
+            executor=executor,
+            jobs=jobs,
+            address=address,
+            command=command,
+            progress=progress,
+            validate=validate,
+            ship_traces=ship_traces,
+            warn=warn or _warn_stderr,
+        )
+
+
+def _run_locked(
+    sweep: Sweep,
+    out: Path,
+    *,
+    executor: str,
+    jobs: int,
+    address: str | None,
+    command: str | None,
+    progress: Callable[[Run, bool], None] | None,
+    validate: bool,
+    ship_traces: bool,
+    warn: Callable[[str], None],
+) -> SweepOutcome:
+    """:func:`run_sweep` once ``out`` is locked."""
     started = time.monotonic()
-    out = Path(out_dir)
     runs_dir = out / RUNS_DIR
-    _clean_temporaries(runs_dir)
+    clean_temporaries(out)  # under the lock: no live writer's temporary is there
+    clean_temporaries(runs_dir)
     code = code_version()
     series = needs_series(sweep)
     gaps = needs_ack_gaps(sweep)
@@ -411,17 +480,16 @@ def run_sweep(
     first: dict[str, Run] = {}
     for run, key in zip(sweep.runs, keys, strict=True):
         first.setdefault(key, run)
+    found = {key for key in first if _is_cached(runs_dir / f"{key}.json", key, warn)}
     if validate:
-        check(
-            sweep, [run for key, run in first.items() if not (runs_dir / f"{key}.json").is_file()]
-        )
+        check(sweep, [run for key, run in first.items() if key not in found])
     by_key: dict[str, list[Run]] = {}
     for run, key in zip(sweep.runs, keys, strict=True):
         by_key.setdefault(key, []).append(run)
     todo = []
     cached = 0
     for key, run in first.items():
-        if (runs_dir / f"{key}.json").is_file():
+        if key in found:
             cached += 1
             for same in by_key[key]:
                 if progress is not None:

@@ -141,6 +141,8 @@ def parse_queue(spec: str, *, option: str = "queue") -> dict[str, Any]:
             number = 0
         if number < 1:
             raise UsageError(f"{option}: {name} must be an integer >= 1, got {value.strip()!r}")
+        if name in queue:
+            raise UsageError(f"{option}: {name} is given twice in {spec!r}; give it once")
         queue[name] = number
     if kind == "infinite" and len(queue) > 1:
         raise UsageError(f"{option}: the infinite queue takes no limits")

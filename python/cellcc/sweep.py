@@ -16,10 +16,11 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from cellcc import _toml
 from cellcc._native import ScenarioError
 
-__all__ = ["Run", "Sweep", "expand", "load_sweep", "set_path"]
+__all__ = ["MAX_RUNS", "Run", "Sweep", "expand", "load_sweep", "set_path"]
 
 #: Keys of a sweep file (docs/experiments.md).
 SWEEP_KEYS = (
@@ -54,6 +55,10 @@ TRACES_ENV = "CELLCC_TRACES"
 TRACES_PLACEHOLDER = "{traces}"
 
 _SEGMENT = re.compile(r"^([A-Za-z0-9_-]+)((?:\[\d+\])*)$")
+#: Most runs a sweep may expand to unless the caller raises the cap (``--max-runs``):
+#: beyond it a typo in a grid (a 99-million-run product) would fill the memory before
+#: anything runs; the catalogue's largest entry has 1 200.
+MAX_RUNS = 100_000
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,17 @@ class Sweep:
     quick: bool = False
     experiment: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
+
+
+def _same_key(value: Any) -> Any:
+    """What makes two grid values the same: numbers by exact value (``1`` and ``1.0``
+    alike, ``0.1`` and ``0.1000001`` not), booleans apart from numbers, tables and lists
+    by their canonical JSON."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, Mapping | list):
+        return ("json", json.dumps(value, sort_keys=True, separators=(",", ":")))
+    return ("value", value)
 
 
 def _cell(value: Any) -> str:
@@ -201,6 +217,8 @@ def load_sweep(
     *,
     quick: bool = False,
     traces_dir: str | os.PathLike[str] | None = None,
+    max_runs: int = MAX_RUNS,
+    announce: Callable[[str, int], None] | None = None,
 ) -> Sweep:
     """Read, check and expand a sweep file (see :func:`expand`)."""
     file = Path(path)
@@ -212,6 +230,8 @@ def load_sweep(
         quick=quick,
         traces_dir=traces_dir,
         default_name=file.stem,
+        max_runs=max_runs,
+        announce=announce,
     )
 
 
@@ -238,8 +258,13 @@ def expand(
     quick: bool = False,
     traces_dir: str | os.PathLike[str] | None = None,
     default_name: str = "sweep",
+    max_runs: int = MAX_RUNS,
+    announce: Callable[[str, int], None] | None = None,
 ) -> Sweep:
     """Check a sweep table and expand it into runs.
+
+    The number of runs is computed before they are built: ``announce(name, count)``
+    hears it, and a sweep of more than ``max_runs`` runs is refused.
 
     Relative paths (``base`` as a file, trace files, ``traces_dir``) resolve against
     ``base_dir`` (default: the current directory). ``{traces}`` in any string stands for
@@ -275,13 +300,29 @@ def expand(
     if not isinstance(name, str) or not name:
         raise _fail(source, "name", "expected a non-empty string")
     base = _base(table, root, source)
-    seeds = _seeds(table, base, source)
+    seeds = _seeds(table, base, source, max_runs)
     grid = _grid(table.get("grid", {}), source, "grid")
     schemes = _schemes(table.get("schemes"), base, source, set(api.schemes()))
     trace_runs = _traces(table.get("traces"), root, source)
     duration = table.get("duration_s")
     if duration is not None and duration != "trace" and not _positive_number(duration):
         raise _fail(source, "duration_s", f'expected a number > 0 or "trace", got {duration!r}')
+    flows = base.get("flows")
+    if flows is not None and (
+        not isinstance(flows, list) or not all(isinstance(f, Mapping) for f in flows)
+    ):
+        raise _fail(source, "base.flows", f"expected an array of flow tables, got {flows!r}")
+    count = len(trace_runs) * len(seeds) * math.prod(len(v) for v in grid.values())
+    count *= sum(math.prod(len(v) for v in entry["grid"].values()) for entry in schemes)
+    if announce is not None:
+        announce(name, count)
+    if count > max_runs:
+        raise _fail(
+            source,
+            "grid",
+            f"expands to {count:,} runs, more than the limit of {max_runs:,}; shrink the "
+            "grid, schemes, traces or seeds (or raise the limit with --max-runs)",
+        )
 
     runs: list[Run] = []
     lengths: dict[str, float] = {}
@@ -330,6 +371,15 @@ def expand(
     for key, value in (("report", report), ("experiment", experiment)):
         if not isinstance(value, Mapping):
             raise _fail(source, key, "expected a table")
+    published = experiment.get("published", [])
+    if not isinstance(published, list) or not all(isinstance(p, Mapping) for p in published):
+        raise _fail(source, "experiment.published", "expected an array of tables")
+    texts = [("description", table.get("description"))]
+    texts += [(f"experiment.{k}", experiment.get(k)) for k in ("paper", "figure", "notes")]
+    texts += [("experiment.description", experiment.get("description"))]
+    for key, value in texts:
+        if value is not None and not isinstance(value, str):
+            raise _fail(source, key, f"expected a string, got {value!r}")
     description = table.get("description", experiment.get("description", ""))
     return Sweep(
         name=name,
@@ -377,18 +427,28 @@ def _absolutise(node: Any, root: Path) -> None:
             _absolutise(item, root)
 
 
-def _seeds(table: Mapping[str, Any], base: Mapping[str, Any], source: str) -> list[int]:
+def _seeds(
+    table: Mapping[str, Any], base: Mapping[str, Any], source: str, max_runs: int
+) -> list[int]:
     seeds = table.get("seeds")
     repetitions = table.get("repetitions")
+    first = base.get("seed", 1)
+    if not isinstance(first, int) or isinstance(first, bool) or not 0 <= first < 2**64:
+        raise _fail(source, "base.seed", f"expected an integer in [0, 2^64), got {first!r}")
     if seeds is not None and repetitions is not None:
         raise _fail(source, "repetitions", "give either seeds or repetitions, not both")
     if repetitions is not None:
         if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
             raise _fail(source, "repetitions", f"expected an integer >= 1, got {repetitions!r}")
-        first = int(base.get("seed", 1))
+        if repetitions > max_runs:  # refused before the list of seeds is built
+            raise _fail(
+                source,
+                "repetitions",
+                f"{repetitions:,} runs per point, more than the limit of {max_runs:,} runs",
+            )
         return list(range(first, first + repetitions))
     if seeds is None:
-        return [int(base.get("seed", 1))]
+        return [first]
     if (
         not isinstance(seeds, list)
         or not seeds
@@ -417,7 +477,7 @@ def _grid(grid: Any, source: str, where: str) -> dict[str, list[Any]]:
             _parse_path(key)
         except ValueError as exc:
             raise _fail(source, label, str(exc)) from None
-        if len({_cell(v) for v in values}) != len(values):
+        if len({_same_key(v) for v in values}) != len(values):
             raise _fail(source, label, "duplicate value")
         out[key] = list(values)
     return out
@@ -434,7 +494,12 @@ def _schemes(
 ) -> list[dict[str, Any]]:
     if schemes is None:
         flows = base.get("flows")
-        if not isinstance(flows, list) or not flows or "scheme" not in flows[0]:
+        if (
+            not isinstance(flows, list)
+            or not flows
+            or not isinstance(flows[0], Mapping)
+            or "scheme" not in flows[0]
+        ):
             raise _fail(source, "schemes", "missing: list the schemes, or give base.flows")
         schemes = [flows[0]["scheme"]]
     if not isinstance(schemes, list) or not schemes:
@@ -448,9 +513,13 @@ def _schemes(
             raise _fail(source, where, "expected a scheme name or a table with a scheme key")
         _no_unknown(entry, SCHEME_KEYS, source, f"{where}.")
         name = entry.get("scheme")
+        if not isinstance(name, str) or not name:
+            raise _fail(
+                source, f"{where}.scheme", f"expected a scheme name (a string), got {name!r}"
+            )
         # A Python class by import path (docs/python-cc.md) is checked when the runs
         # are validated, in the process that imports it.
-        external = isinstance(name, str) and ":" in name
+        external = ":" in name
         if name not in known and not external:
             raise _fail(
                 source,
@@ -556,7 +625,9 @@ def _apply_trace(scenario: dict[str, Any], trace: Mapping[str, Any]) -> None:
 
 
 def _first_flow(scenario: dict[str, Any]) -> dict[str, Any]:
-    flows = scenario.setdefault("flows", [{}])
-    if not isinstance(flows, list) or not flows or not isinstance(flows[0], dict):
-        scenario["flows"] = flows = [{}]
+    """The first flow of ``scenario`` (one empty flow if it has none; :func:`expand` has
+    refused ``flows`` that are not an array of tables)."""
+    flows = scenario.setdefault("flows", [])
+    if not flows:
+        flows.append({})
     return flows[0]

@@ -27,8 +27,10 @@ experiments is :mod:`cellcc.reproduction`'s (re-exported here).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from cellcc import plots, scorecard, sweep_views
 from cellcc.report import Plot, Section, write_report
 from cellcc.reproduction import INDEX_ENTRY_FILE, index_entries, write_index
-from cellcc.results import write_csv_atomic
+from cellcc.results import confined, file_name, write_csv_atomic
 from cellcc.runner import ACK_GAPS_FILE, report_views
 from cellcc.sweep import Sweep
 
@@ -109,12 +111,127 @@ def report_options(sweep: Sweep) -> dict[str, Any]:
             )
     if len(set(views)) != len(views):
         raise ScenarioError(f"{sweep.source}: report.view: a view is listed twice")
+    _check_types(report, sweep)
+    _check_metrics(report, sweep)
+    _check_texts(sweep)
     report.setdefault("group", ["label"])
     report.setdefault("metrics", list(DEFAULT_METRICS))
     report.setdefault("delay", "qdelay_mean_ms")
     report["view"] = views[0]
     report["views"] = views
     return report
+
+
+#: ``[report]`` keys by the type of their value (docs/experiments.md).
+_TEXT_KEYS = ("normalise_to", "delay", "x")
+_LIST_KEYS = ("group", "metrics", "y", "facets")
+_BOOL_KEYS = ("diagonal", "log_x", "series")
+
+
+def _check_types(report: Mapping[str, Any], sweep: Sweep) -> None:
+    """Every ``[report]`` value of the type its key takes (errors name key and file)."""
+    from cellcc._native import ScenarioError
+
+    def fail(key: str, message: str) -> ScenarioError:
+        return ScenarioError(f"{sweep.source}: report.{key}: {message}")
+
+    for key in _TEXT_KEYS:
+        if key in report and not isinstance(report[key], str):
+            raise fail(key, f"expected a string, got {report[key]!r}")
+    for key in _LIST_KEYS:
+        value = report.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            raise fail(key, f"expected a list of column names (strings), got {value!r}")
+    for key in _BOOL_KEYS:
+        if key in report and not isinstance(report[key], bool):
+            raise fail(key, f"expected true or false, got {report[key]!r}")
+    window = report.get("window")
+    if window is not None:
+        ok = isinstance(window, list) and len(window) <= 2
+        for bound in window if ok else ():
+            if not isinstance(bound, int | float) or isinstance(bound, bool) or bound < 0:
+                ok = False
+        if not ok:
+            raise fail(
+                "window",
+                f"expected [], [start_s] or [start_s, end_s] (seconds >= 0), got {window!r}",
+            )
+    if report.get("normalise_to") is not None:
+        labels = list(dict.fromkeys(str(r.params.get("label")) for r in sweep.runs))
+        if report["normalise_to"] not in labels:
+            raise fail(
+                "normalise_to",
+                f"unknown label {report['normalise_to']!r}; expected one of: {', '.join(labels)}",
+            )
+
+
+def _core_columns() -> tuple[frozenset[str], frozenset[str]]:
+    """The summary and time-series columns the core writes for every run: read off a
+    run of a few simulated milliseconds, so the list never drifts from the core."""
+    from cellcc import _native
+
+    return _columns_of(_native._core)
+
+
+@cache
+def _columns_of(_core: Any) -> tuple[frozenset[str], frozenset[str]]:
+    from cellcc import api
+
+    result = api.simulate(
+        {
+            "duration_s": 0.05,
+            "downlink": {"rate_mbps": 10.0, "delay_ms": 1.0},
+            "uplink": {"rate_mbps": 10.0, "delay_ms": 1.0},
+            "flows": [{"scheme": "cubic"}],
+        }
+    )
+    return frozenset(result.summary.columns), frozenset(result.timeseries.columns)
+
+
+def _known_metric(name: str, columns: frozenset[str]) -> bool:
+    if name in columns or name in sweep_views.DERIVED or name.startswith("cc."):
+        return True
+    if re.fullmatch(r"flow\d+_mbps", name):
+        return True
+    percentile = sweep_views.percentile_metric(name)
+    return percentile is not None and _known_metric(percentile[0], columns)
+
+
+def _check_metrics(report: Mapping[str, Any], sweep: Sweep) -> None:
+    """``metrics``, ``y`` and ``delay`` name columns a run has: the core's summary (or,
+    for ``y``, time-series) columns, ``cc.*``, the derived metrics or a parameter."""
+    from cellcc._native import ScenarioError
+
+    summary, series = _core_columns()
+    columns = summary | set(sweep.param_columns)
+    wanted = [("metrics", m) for m in report.get("metrics", [])]
+    wanted += [("y", m) for m in report.get("y", [])]
+    if "delay" in report:
+        wanted.append(("delay", report["delay"]))
+    for key, metric in wanted:
+        plots.check_text(metric, f"{sweep.source}: report.{key}")  # axis labels
+        known = columns | series if key == "y" else columns
+        if not _known_metric(metric, frozenset(known)):
+            raise ScenarioError(
+                f"{sweep.source}: report.{key}: unknown metric {metric!r}; expected a "
+                "summary column (docs/metrics.md), cc.<name>, one of "
+                f"{', '.join(sweep_views.DERIVED)}, flow<i>_mbps or <column>@p<N>"
+            )
+
+
+def _check_texts(sweep: Sweep) -> None:
+    """The texts the figures draw (the sweep's name, labels and parameter values) are
+    valid matplotlib text, checked before any run rather than when a figure is saved."""
+    plots.check_text(sweep.name, f"{sweep.source}: name")
+    seen: set[tuple[str, str]] = set()
+    for run in sweep.runs:
+        for column, value in run.params.items():
+            if isinstance(value, str) and (column, value) not in seen:
+                seen.add((column, value))
+                where = "schemes[].label" if column == "label" else column
+                plots.check_text(value, f"{sweep.source}: {where}")
 
 
 def grouped_table(
@@ -446,9 +563,11 @@ def _view_plots(view: str, figures: _Figures) -> list[Plot]:
             name = "-".join(str(k) for k in keys)
             frame = _label_means(part, delay)
             figure = plots.throughput_delay_figure(
-                frame, delay=delay, title=name, subtitle=subtitle
+                frame, delay=delay, title=plots.literal(name), subtitle=subtitle
             )
-            path = plots.save(figure, out / f"throughput-delay-{name}.png")
+            # Facet values are user text (labels, trace names): one confined file name.
+            target = confined(out, file_name(f"throughput-delay-{name}") + ".png")
+            path = plots.save(figure, target)
             plots_out.append(Plot(path, f"Throughput vs delay, {name}", command))
     elif view in ("sweep", "loss") and not rows.empty:
         ys = list(options.get("y", ["throughput_mbps", delay]))

@@ -39,6 +39,10 @@ import numpy as np
 
 from cellcc.results import write_text_atomic
 
+#: Longest preset trace, as the core's models allow (cellcc_link::synth): the
+#: per-millisecond arrays of a longer one would not fit in memory.
+MAX_DURATION_S = 3600.0
+
 __all__ = [
     "LINE_BYTES",
     "PRESETS",
@@ -301,6 +305,12 @@ def write_preset(
         raise UsageError(
             f"unknown trace preset {name!r}; expected one of: {', '.join(PRESETS)}"
         ) from None
+    if not 0 < duration_s <= MAX_DURATION_S:
+        from cellcc._native import UsageError
+
+        raise UsageError(
+            f"--duration: expected a trace length in (0, {MAX_DURATION_S:g}] s, got {duration_s:g}"
+        )
     out = Path(out_dir)
     paths = []
     for direction, model in (("down", preset.down), ("up", preset.up)):

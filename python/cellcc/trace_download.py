@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -44,18 +43,40 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _install(stream: Any, target: Path, expected: str, origin: str) -> None:
-    """Copy ``stream`` to ``target`` through a temporary file, checking its sha256."""
+#: Most bytes an archive download may bring (the sets list no archive size): a server
+#: sending more is cut off instead of filling the disk.
+MAX_ARCHIVE_BYTES = 2 << 30
+#: Schemes ``--mirror`` may use.
+MIRROR_SCHEMES = ("http://", "https://", "file://")
+
+
+def _copy_limited(stream: Any, out: Any, limit: int, what: str, origin: str) -> Any:
+    """Copy ``stream`` to ``out`` (returning the sha256 of the bytes), refusing more
+    than ``limit`` bytes as they stream in: a server cannot fill the disk."""
+    digest = hashlib.sha256()
+    total = 0
+    while chunk := stream.read(min(1 << 16, limit - total + 1)):
+        total += len(chunk)
+        if total > limit:
+            raise DownloadError(
+                f"{what}: {origin} sends more than the declared {limit:,} bytes; stopped "
+                "there and wrote nothing"
+            )
+        digest.update(chunk)
+        out.write(chunk)
+    return digest
+
+
+def _install(stream: Any, target: Path, expected: str, origin: str, size: int) -> None:
+    """Copy ``stream`` to ``target`` through a temporary file, checking its size (as it
+    streams) and its sha256."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     tmp = Path(tmp_name)
     try:
-        digest = hashlib.sha256()
         try:
             with os.fdopen(fd, "wb") as out:
-                for chunk in iter(lambda: stream.read(1 << 16), b""):
-                    digest.update(chunk)
-                    out.write(chunk)
+                digest = _copy_limited(stream, out, size, str(target), origin)
                 out.flush()
                 os.fsync(out.fileno())
         except OSError as exc:
@@ -75,6 +96,8 @@ def _install(stream: Any, target: Path, expected: str, origin: str) -> None:
 def _open_url(url: str, what: str, timeout: float) -> Any:
     try:
         return urllib.request.urlopen(url, timeout=timeout)
+    except ValueError as exc:  # not a URL urllib can open
+        raise DownloadError(f"{what}: cannot download {url}: {exc}") from None
     except urllib.error.HTTPError as exc:
         exc.close()
         raise DownloadError(
@@ -108,6 +131,10 @@ def download(
     unknown = sorted(wanted - known)
     if unknown:
         raise UsageError(f"--only: no file named {', '.join(unknown)} in the chosen sets")
+    if mirror is not None and not mirror.startswith(MIRROR_SCHEMES):
+        raise UsageError(
+            f"--mirror: expected a URL starting with {', '.join(MIRROR_SCHEMES)}, got {mirror!r}"
+        )
     base = mirror or GITHUB_RAW
     results: list[DownloadResult] = []
 
@@ -131,7 +158,7 @@ def download(
             for item, status in todo:
                 url = trace_set.url(item.source, base)
                 with _open_url(url, str(root / item.dest), timeout) as response:
-                    _install(response, root / item.dest, item.sha256, url)
+                    _install(response, root / item.dest, item.sha256, url, item.size)
                 report(DownloadResult(root / item.dest, status))
         else:
             _download_members(trace_set, todo, root, base, timeout, report)
@@ -162,7 +189,9 @@ def _download_members(
     with tempfile.TemporaryFile(dir=root) as archive:
         with _open_url(url, f"{trace_set.name} archive", timeout) as response:
             try:
-                shutil.copyfileobj(response, archive, 1 << 20)
+                _copy_limited(
+                    response, archive, MAX_ARCHIVE_BYTES, f"{trace_set.name} archive", url
+                )
             except OSError as exc:
                 raise DownloadError(
                     f"{trace_set.name} archive: reading {url} failed: {exc}"
@@ -183,5 +212,5 @@ def _download_members(
                 except KeyError:
                     raise DownloadError(f"{target}: {url} has no member {item.source}") from None
                 with member:
-                    _install(member, target, item.sha256, f"{url} → {item.source}")
+                    _install(member, target, item.sha256, f"{url} → {item.source}", item.size)
                 report(DownloadResult(target, status))

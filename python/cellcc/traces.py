@@ -64,6 +64,8 @@ __all__ = [
     "write_trace",
 ]
 
+#: Image formats `traces plot` writes.
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 #: Bytes per trace line when converting rates (Mahimahi README convention).
 LINE_BYTES = 1500
 #: Rate × milliseconds units (bit/s · ms) per line: 1500 · 8 bits · 1000 ms/s.
@@ -75,6 +77,12 @@ _IRISH_TIME_COLUMN = "Timestamp"
 _NO_READING = ("-", "")
 #: Largest cumulative total the int64 carry may reach (headroom below 2^63).
 _CARRY_LIMIT = 2**62
+#: Highest rate a converted trace may hold: 1 Tbit/s, far above any cellular link and
+#: far below where the per-millisecond carry would overflow.
+MAX_RATE_MBPS = 1e6
+#: Longest converted trace: six hours (21.6 M per-millisecond rates, ~170 MB of
+#: integers), beyond any published cellular trace; the memory stays bounded.
+MAX_TRACE_S = 21_600.0
 
 
 def uplink_sibling(downlink: str | os.PathLike[str]) -> Path | None:
@@ -134,8 +142,16 @@ def plot_capacity(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from cellcc.plots import PALETTE
+    from cellcc.plots import PALETTE, check_text, literal
 
+    target = Path(out)
+    if target.suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(
+            f"--out: {target}: cannot write a {target.suffix or 'suffix-less'} image; "
+            f"name it {', '.join('*' + s for s in PLOT_SUFFIXES)}"
+        )
+    if title is not None:
+        check_text(title, "--title")
     figure = Figure(figsize=(8.0, 3.6), layout="constrained", facecolor="white")
     FigureCanvasAgg(figure)
     ax = figure.add_subplot()
@@ -144,7 +160,7 @@ def plot_capacity(
         mean = float(np.average(mbps, weights=np.diff(np.append(t, t[-1] + bin_ms / 1e3))))
         ax.step(
             t, mbps, where="post", color=PALETTE[i % len(PALETTE)], linewidth=1.1,
-            label=f"{Path(path).name} (mean {mean:.2f} Mbit/s)",
+            label=literal(f"{Path(path).name} (mean {mean:.2f} Mbit/s)"),
         )  # fmt: skip
     ax.set_xlabel("Time (s)")
     ax.set_ylabel(f"Capacity (Mbit/s, {bin_ms} ms bins)")
@@ -152,7 +168,7 @@ def plot_capacity(
     ax.grid(True, alpha=0.35, linewidth=0.6)
     ax.legend(loc="upper right", fontsize=8, frameon=False)
     ax.set_title(title or "Trace capacity (1500-byte lines)")
-    return save_figure_atomic(figure, out)
+    return save_figure_atomic(figure, target)
 
 
 def synthesize(config: Mapping[str, Any], *, seed: int) -> np.ndarray:
@@ -263,10 +279,10 @@ def read_irish_csv(
                 value = float(value_text)
             except ValueError:
                 value = -1.0
-            if not math.isfinite(value) or value < 0:
+            if not math.isfinite(value) or not 0 <= value <= MAX_RATE_MBPS * 1e3:
                 raise TraceError(
                     f"{source}:{line}: column {column}: expected a rate in kbit/s (a "
-                    f"non-negative number) or '-', found {value_text!r}"
+                    f"number from 0 to {MAX_RATE_MBPS * 1e3:g}) or '-', found {value_text!r}"
                 )
         seconds.append(second)
         values.append(value)
@@ -293,6 +309,11 @@ def read_irish_csv(
         slots[slot] = [value, 1]
         last = slot
     n = max(seconds[-1], last) + 1
+    if n > MAX_TRACE_S:
+        raise TraceError(
+            f"{source}: the rows span {n:,} s, more than the longest trace, {MAX_TRACE_S:g} s; "
+            "split the file"
+        )
     rates = np.zeros(n, dtype=np.int64)
     held_rate = 0
     held = 0
@@ -356,6 +377,16 @@ def rate_intervals_per_ms(
                 )
             numbers.append(number)
         t, mbps = numbers
+        if mbps > MAX_RATE_MBPS:
+            raise TraceError(
+                f"{source}:{line}: column 2 (rate_mbps): {fields[1]} Mbit/s is above the "
+                f"highest rate a trace may hold, {MAX_RATE_MBPS:g} Mbit/s"
+            )
+        if t > MAX_TRACE_S:
+            raise TraceError(
+                f"{source}:{line}: column 1 (t_s): {fields[0]} s is beyond the longest "
+                f"trace, {MAX_TRACE_S:g} s"
+            )
         if starts and t <= starts[-1]:
             raise TraceError(
                 f"{source}:{line}: column 1 (t_s): {t:g} is not after the previous line's "
@@ -367,6 +398,8 @@ def rate_intervals_per_ms(
     if not starts:
         raise TraceError(f"{source}: no 't_s rate_mbps' lines")
     if duration_s is not None:
+        if not 0 < duration_s <= MAX_TRACE_S:
+            raise UsageError(f"--duration: expected 0 < s <= {MAX_TRACE_S:g}, got {duration_s:g}")
         end = starts[0] + duration_s
         if not end > starts[-1]:
             raise UsageError(
@@ -477,6 +510,13 @@ def scale_timestamps(stamps: np.ndarray, factor: Fraction) -> np.ndarray:
     the scaled trace has none there).
     """
     period = int(stamps[-1])
+    if period > MAX_TRACE_S * 1e3:
+        raise UsageError(
+            f"a period of {period / 1e3:g} s is longer than the longest trace this can "
+            f"scale, {MAX_TRACE_S:g} s"
+        )
+    if factor.denominator >= _CARRY_LIMIT:
+        raise UsageError("--factor: too many digits (carry would overflow)")
     cumulative = np.cumsum(np.bincount(stamps, minlength=period + 1)).astype(np.int64)
     if int(cumulative[-1]) * factor.numerator >= _CARRY_LIMIT:
         raise UsageError("--factor: too many digits for this trace (carry would overflow)")
@@ -494,6 +534,11 @@ def scale(
     """Write ``source`` with its capacity multiplied by ``factor``; return the line
     counts before and after."""
     stamps = read_timestamps(source)
+    if int(stamps[-1]) > MAX_TRACE_S * 1e3:
+        raise TraceError(
+            f"{source}: its period, {int(stamps[-1]) / 1e3:g} s, is longer than the longest "
+            f"trace this can scale, {MAX_TRACE_S:g} s"
+        )
     scaled = scale_timestamps(stamps, factor)
     write_trace(output, scaled)
     return len(stamps), len(scaled)

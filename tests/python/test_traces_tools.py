@@ -485,7 +485,8 @@ def test_download_everything_then_skip_and_resume(mirror, shared_traces, tmp_pat
 def test_download_hash_mismatch_names_the_file_and_writes_nothing(mirror, tmp_path):
     item = MAHIMAHI.files[0]
     served = mirror.path_of(MAHIMAHI, item.source)
-    served.write_bytes(served.read_bytes() + b"1\n")
+    data = served.read_bytes()  # the declared size, other contents
+    served.write_bytes(bytes([data[0] ^ 1]) + data[1:])
     dest = tmp_path / "traces"
     result = invoke(
         "traces", "download", "--set", "mahimahi", "--only", "ATT-LTE-driving-2016.down",
@@ -552,3 +553,23 @@ def test_download_from_a_file_url_and_bad_arguments(shared_traces, tmp_path):
     assert result.exit_code == 2 and "--set: unknown trace set 'lumos'" in result.stderr
     result = invoke("traces", "download", "--only", "nope.down", "--dest", dest)
     assert result.exit_code == 2 and "--only: no file named nope.down" in result.stderr
+
+
+def test_download_stops_at_the_declared_size(tmp_path):
+    # A file:// mirror serving 64 MiB where 271 kB are declared: the download stops as
+    # soon as the declared size is passed, instead of fetching it all first.
+    item = MAHIMAHI.files[0]
+    served = tmp_path / "mirror" / MAHIMAHI.repository / MAHIMAHI.commit / item.source
+    served.parent.mkdir(parents=True)
+    with served.open("wb") as handle:
+        handle.truncate(64 << 20)
+    dest = tmp_path / "traces"
+    result = invoke(
+        "traces", "download", "--set", "mahimahi", "--only", Path(item.dest).name,
+        "--dest", dest, "--mirror", (tmp_path / "mirror").as_uri(),
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert f"more than the declared {item.size:,} bytes" in result.stderr
+    assert "Traceback" not in result.output
+    assert not (dest / item.dest).exists()
+    assert _no_partial_files(dest)

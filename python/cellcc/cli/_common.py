@@ -105,6 +105,17 @@ def _plain(text: str | None) -> str | None:
 
 # -- Options taken by more than one command (declared once) -----------------------------
 
+
+def out_path(value: str | Path) -> Path:
+    """An output path option's value: ``--out ""`` would write into the current
+    directory (``Path("")`` is ``.``), so an empty value is refused."""
+    if isinstance(value, Path):  # the default
+        return value
+    if not value.strip():
+        raise typer.BadParameter("expected a path, got an empty string")
+    return Path(value)
+
+
 SeedOption = Annotated[int, option("--seed", min=0)]
 DurationOption = Annotated[
     float, option("--duration", help="Simulated seconds per run.", min=0.001)
@@ -138,6 +149,15 @@ TracesOption = Annotated[
 ]
 CatalogueOption = Annotated[
     Path | None, option("--catalogue", help="Catalogue directory [default: experiments/].")
+]
+MaxRunsOption = Annotated[
+    int | None,
+    option(
+        "--max-runs",
+        help="Refuse a sweep that expands to more runs than this (a typo in a grid can "
+        "ask for millions) [default: 100000].",
+        min=1,
+    ),
 ]
 
 
@@ -179,6 +199,26 @@ def friendly_errors(command: F) -> F:
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def warn(message: str) -> None:
+    """Print a warning line on stderr (the run goes on)."""
+    stderr().print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+def check_writable(directory: Path, option: str = "--out") -> None:
+    """Fail naming ``option`` unless files can be created in ``directory`` (created if
+    missing): checked before simulating, not after. A probe file is created and removed."""
+    import os
+    import tempfile
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".cellcc-probe.", suffix=".tmp", dir=directory)
+        os.close(fd)
+        Path(probe).unlink()
+    except OSError as exc:
+        raise fail(f"{option}: {directory}: cannot write there: {exc.strerror or exc}") from None
 
 
 def require_file(path: Path, what: str) -> None:
@@ -385,6 +425,11 @@ def check_schemes(names: list[str], option: str = "--schemes") -> None:
 _SHOWN = 8
 
 
+def announce_runs(name: str, count: int) -> None:
+    """Say how many runs a sweep expands to, before expanding it."""
+    stdout().print(f"{name}: {count:,} runs", markup=False, highlight=False, soft_wrap=True)
+
+
 def check_executor(executor: str, address: str | None, ship_traces: bool = False) -> None:
     if address is not None and executor != "ray":
         raise fail("--address: only applies with --executor ray")
@@ -408,29 +453,34 @@ def execute_sweep(
     title: str | None = None,
     ship_traces: bool = False,
 ) -> dict[str, Any]:
-    """Run ``sweep`` into ``out``, write its report, print its table; return a summary."""
+    """Run ``sweep`` into ``out``, write its report, print its table; return a summary.
+
+    ``out`` stays locked from the first run to the report (:func:`output_lock`)."""
     import json
 
     from cellcc import runner, sweep_report
+    from cellcc.results import output_lock
 
     sweep_report.report_options(sweep)
     runner.check(sweep)
-    with run_progress(len(sweep.runs), sweep.name) as advance:
-        outcome = runner.run_sweep(
-            sweep,
-            out,
-            executor=executor,
-            jobs=jobs,
-            address=address,
-            command=command,
-            progress=advance,
-            validate=False,
-            ship_traces=ship_traces,
+    with output_lock(out):
+        with run_progress(len(sweep.runs), sweep.name) as advance:
+            outcome = runner.run_sweep(
+                sweep,
+                out,
+                executor=executor,
+                jobs=jobs,
+                address=address,
+                command=command,
+                progress=advance,
+                validate=False,
+                ship_traces=ship_traces,
+                warn=warn,
+            )
+        record = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+        page, frame = sweep_report.write_sweep_report(
+            sweep, outcome.results, out, command=command, provenance_record=record, title=title
         )
-    record = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
-    page, frame = sweep_report.write_sweep_report(
-        sweep, outcome.results, out, command=command, provenance_record=record, title=title
-    )
     console = stdout()
     console.print(
         frame_table(frame.iloc[:, : _SHOWN + 1], f"{sweep.name} ({page.parent}/table.csv)")

@@ -11,10 +11,12 @@ import typer
 from cellcc.cli._common import (
     DurationOption,
     check_schemes,
+    check_writable,
     fail,
     frame_table,
     friendly_errors,
     option,
+    out_path,
     progress,
     split_schemes,
     stdout,
@@ -90,6 +92,7 @@ def compare(
             "--out",
             help="Output directory [default: out/compare-<trace>, out/compare-<n>-traces "
             "with several].",
+            parser=out_path,
         ),
     ] = None,
     jobs: Annotated[
@@ -123,9 +126,13 @@ def compare(
         "bin_ms": bin_ms,
         "jobs": jobs,
     }
+    from cellcc.results import file_name
+
     console = stdout()
+    default = trace[0].name if len(trace) == 1 else f"{len(trace)}-traces"
+    out_dir = out if out is not None else Path("out") / file_name(f"compare-{default}")
+    check_writable(out_dir)  # before the simulations, not after them
     if len(trace) == 1 and runs == 1:
-        out_dir = out if out is not None else Path("out") / f"compare-{trace[0].name}"
         with progress(len(names), f"comparing on {trace[0].name}") as advance:
             comparison = api.compare(
                 trace[0],
@@ -141,8 +148,6 @@ def compare(
     from cellcc.comparisons import compare_set
 
     total = len(trace) * runs * len(names)
-    default = trace[0].name if len(trace) == 1 else f"{len(trace)}-traces"
-    out_dir = out if out is not None else Path("out") / f"compare-{default}"
     with progress(total, f"comparing on {', '.join(p.name for p in trace)}") as advance:
         comparison_set = compare_set(
             trace,

@@ -24,6 +24,7 @@ from cellcc.cli._common import (
     fail,
     friendly_errors,
     option,
+    out_path,
     stdout,
     table,
 )
@@ -37,7 +38,8 @@ def reproduce(
     ] = None,
     run_all: Annotated[bool, option("--all", help="Every experiment of the catalogue.")] = False,
     out: Annotated[
-        Path, option("--out", help="Output directory (one folder per experiment).")
+        Path,
+        option("--out", help="Output directory (one folder per experiment).", parser=out_path),
     ] = Path("out/reproduce"),
     jobs: JobsOption = None,
     executor: ExecutorOption = "local",
@@ -48,13 +50,10 @@ def reproduce(
     catalogue: CatalogueOption = None,
 ) -> None:
     """Reproduce catalogue experiments: run, report next to the published numbers, index."""
-    import os
-
     from cellcc import catalogue as cat
-    from cellcc import runner, scorecard
+    from cellcc import runner
     from cellcc.claims import check_claims, parse_claims
-    from cellcc.reproduction import read_scorecard, write_index
-    from cellcc.results import provenance
+    from cellcc.results import output_lock
     from cellcc.sweep import load_sweep
     from cellcc.sweep_report import report_options
 
@@ -69,15 +68,46 @@ def reproduce(
     flags = ["--quick" if quick else None]
     if traces is not None:
         flags += ["--traces", str(traces)]
+    with output_lock(out):  # the index covers every entry: one reproduce at a time
+        _reproduce(
+            loaded,
+            out,
+            flags,
+            executor=executor,
+            jobs=jobs,
+            address=address,
+            ship_traces=ship_traces,
+        )
+
+
+def _reproduce(
+    loaded: list[tuple[Any, Any]],
+    out: Path,
+    flags: list[str | None],
+    *,
+    executor: str,
+    jobs: int | None,
+    address: str | None,
+    ship_traces: bool,
+) -> None:
+    """Run the ``loaded`` entries into ``out`` (locked), then write and show the index."""
+    import os
+
+    from cellcc import scorecard
+    from cellcc.reproduction import read_scorecard, write_index
+    from cellcc.results import confined, file_name, provenance
+
     started = time.monotonic()
     summary = []
     cards = []
     for entry, sweep in loaded:
         command = command_line("reproduce", entry.id, "--out", out, *flags)
         entry_started = time.monotonic()
+        # An id is a file stem of the catalogue directory (--catalogue): still user text.
+        folder = confined(out, file_name(entry.id))
         result = execute_sweep(
             sweep,
-            out / entry.id,
+            folder,
             command=command,
             executor=executor,
             jobs=jobs,
@@ -85,7 +115,7 @@ def reproduce(
             title=f"{entry.paper}, {entry.figure}",
             ship_traces=ship_traces,
         )
-        card = read_scorecard(out / entry.id).get("claims") or []
+        card = read_scorecard(folder).get("claims") or []
         tally = scorecard.counts(card)
         cards.append((entry, card))
         summary.append(

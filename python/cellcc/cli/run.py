@@ -10,10 +10,12 @@ import typer
 
 from cellcc.cli._common import (
     argument,
+    check_writable,
     fail,
     fraction_progress,
     friendly_errors,
     option,
+    out_path,
     require_file,
     stdout,
     summary_table,
@@ -26,7 +28,8 @@ def run(
     file: Annotated[Path, argument(help="Scenario TOML file (docs/scenarios.md).")],
     seed: Annotated[int | None, option(help="Override the scenario's seed.", min=0)] = None,
     out: Annotated[
-        Path | None, option(help="Directory for the results [default: out/<scenario name>].")
+        Path | None,
+        option(help="Directory for the results [default: out/<scenario name>].", parser=out_path),
     ] = None,
     duration: Annotated[
         float | None, option(help="Override the scenario's duration_s (seconds).", min=0.001)
@@ -53,9 +56,12 @@ def run(
         if not sep or not key.strip():
             raise fail(f"--set: expected KEY=VALUE, got {item!r}")
         overrides[key.strip()] = api.parse_value(value.strip())
+    from cellcc.results import file_name
+
+    out_dir = out if out is not None else Path("out") / file_name(file.stem)
+    check_writable(out_dir)  # before the simulation, not after it
     with fraction_progress(f"simulating {file}") as update:
         result = api.simulate(file, seed=seed, progress=update, overrides=overrides)
-    out_dir = out if out is not None else Path("out") / file.stem
     result.save(out_dir)
     # The results are written from the core's columns: pandas loads only for a plot.
     acks = result._table("acks")

@@ -17,6 +17,7 @@ from cellcc.cli._common import (
     fail,
     friendly_errors,
     option,
+    out_path,
     require_file,
     stdout,
     table,
@@ -65,6 +66,12 @@ def traces_info(file: Annotated[Path, argument(help="Mahimahi trace file.")]) ->
 
 #: The core's trace models (`traces synth --model`), in the order errors list them.
 _MODELS = ("mobility", "steps", "constant")
+
+
+#: Model keys that are a link rate: zero or less is no trace at all.
+_POSITIVE_RATES = ("rate_mbps", "base_mbps")
+#: Longest synthetic trace, as the core's models allow (cellcc_link::synth).
+MAX_SYNTH_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,10 @@ def _synth_config(
             config = tomllib.loads(config_file.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise fail(f"--config: {config_file}: {exc}") from None
+        except UnicodeDecodeError:
+            raise fail(f"--config: {config_file}: not a UTF-8 text file") from None
+        except OSError as exc:
+            raise fail(f"--config: {config_file}: cannot read: {exc.strerror or exc}") from None
         if config.setdefault("model", model) != model:
             raise fail(f"--config: {config_file} is for model {config['model']!r}, not {model!r}")
     config["model"] = model
@@ -175,6 +186,13 @@ def _synth_config(
         if not sep or not key.strip():
             raise fail(f"--param: expected KEY=VALUE, e.g. shadowing_sigma_db=8, got {item!r}")
         config[key.strip()] = _param_value(value.strip())
+    for key in _POSITIVE_RATES:
+        value = config.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and not value > 0:
+            flag = "--" + key.replace("_", "-")
+            raise fail(
+                f"{flag}: expected a rate > 0 Mbit/s, got {value!r} (a trace of no capacity)"
+            )
     return config
 
 
@@ -197,15 +215,25 @@ def traces_synth(
     ] = None,
     out: Annotated[
         Path | None,
-        option("--out", "-o", help="Trace file for --model [default: <out-dir>/<model>.down]."),
+        option(
+            "--out",
+            "-o",
+            help="Trace file for --model [default: <out-dir>/<model>.down].",
+            parser=out_path,
+        ),
     ] = None,
-    out_dir: Annotated[Path, option("--out-dir", help="Directory for <preset>.down/.up.")] = Path(
-        "traces"
-    ),
+    out_dir: Annotated[
+        Path, option("--out-dir", help="Directory for <preset>.down/.up.", parser=out_path)
+    ] = Path("traces"),
     seed: SeedOption = 1,
     duration: Annotated[
         float | None,
-        option("--duration", help="Trace length (s) [default: 60; steps: 38].", min=0.001),
+        option(
+            "--duration",
+            help="Trace length (s, at most 3600) [default: 60; steps: 38].",
+            min=0.001,
+            max=MAX_SYNTH_S,
+        ),
     ] = None,
     param: Annotated[
         list[str] | None,
@@ -263,9 +291,9 @@ def traces_synth(
 
 def traces_plot(
     files: Annotated[list[Path], argument(help="Mahimahi traces to overlay.")],
-    out: Annotated[Path, option("--out", "-o", help="Image to write (.png, .svg or .pdf).")] = Path(
-        "trace-capacity.png"
-    ),
+    out: Annotated[
+        Path, option("--out", "-o", help="Image to write (.png, .svg or .pdf).", parser=out_path)
+    ] = Path("trace-capacity.png"),
     bin_ms: Annotated[int, option("--bin-ms", help="Capacity bin width (ms).", min=1)] = 1000,
     title: Annotated[str | None, option("--title", help="Plot title.")] = None,
 ) -> None:
@@ -282,7 +310,7 @@ def traces_convert(
     source: Annotated[
         Path, argument(help="Irish 5G CSV (G-NetTrack) or a 't_s rate_mbps' text file.")
     ],
-    out: Annotated[Path, option("--out", "-o", help="Mahimahi trace to write.")],
+    out: Annotated[Path, option("--out", "-o", help="Mahimahi trace to write.", parser=out_path)],
     fmt: Annotated[
         str, option("--format", help="auto (.csv = irish-csv, else rates), irish-csv or rates.")
     ] = "auto",
@@ -322,7 +350,7 @@ def traces_convert(
 def traces_scale(
     file: Annotated[Path, argument(help="Mahimahi trace.")],
     factor: Annotated[str, option("--factor", help="Capacity multiplier, e.g. 3, 0.5 or 1/3.")],
-    out: Annotated[Path, option("--out", "-o", help="Scaled trace to write.")],
+    out: Annotated[Path, option("--out", "-o", help="Scaled trace to write.", parser=out_path)],
 ) -> None:
     """Multiply a trace's capacity (exact carry; the loop period is kept)."""
     from cellcc import traces
@@ -337,9 +365,10 @@ def traces_scale(
 
 def traces_download(
     trace_set: Annotated[str, option("--set", help="mahimahi, ireland-5g-2020 or all.")] = "all",
-    dest: Annotated[Path, option("--dest", help="Directory that receives <set>/... files.")] = Path(
-        "traces"
-    ),
+    dest: Annotated[
+        Path,
+        option("--dest", help="Directory that receives <set>/... files.", parser=out_path),
+    ] = Path("traces"),
     mirror: Annotated[
         str | None,
         option(
