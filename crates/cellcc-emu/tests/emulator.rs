@@ -1150,12 +1150,19 @@ fn rootless_as_nobody_carries_a_transfer_and_nothing_runs_as_root() {
         .spawn()
         .unwrap();
     // Watch every process of the run until it ends.
+    let emu_exe = std::fs::canonicalize(EMU).unwrap();
     let mut seen = BTreeSet::new();
     let mut namespaces = BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(status) = emu.try_wait().unwrap() {
             break status;
+        }
+        // Until it execs the emulator, the child is `setpriv`, which starts as root.
+        let exe = std::fs::read_link(format!("/proc/{}/exe", emu.id()));
+        if !exe.is_ok_and(|e| e == emu_exe) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
         }
         for pid in process_tree(emu.id()) {
             if let Some((uids, gids)) = status_ids(&pid) {
