@@ -149,8 +149,13 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
 
     if args.realtime_priority > 0 {
         if let Err(e) = sys::set_realtime(args.realtime_priority) {
+            let hint = if config.run_as == RunAs::Rootless {
+                " (rootless mode: it needs an RLIMIT_RTPRIO; --realtime-priority 0 runs without)"
+            } else {
+                ""
+            };
             eprintln!(
-                "cellcc-emu: warning: cannot run as SCHED_FIFO ({e}); timing will be less accurate under load"
+                "cellcc-emu: warning: cannot run as SCHED_FIFO ({e}); timing will be less accurate under load{hint}"
             );
         }
     }
