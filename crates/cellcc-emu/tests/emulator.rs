@@ -4,6 +4,9 @@
 //! `cargo test --release -p cellcc-emu --test emulator -- --nocapture` to see the
 //! measured numbers.
 //!
+//! The rootless tests start the emulator as `nobody` through `setpriv` (so they too need
+//! root to start) and skip, saying why, where unprivileged user namespaces are off.
+//!
 //! The tests run one at a time (a lock), since they measure timing on a shared machine.
 
 use std::collections::BTreeSet;
