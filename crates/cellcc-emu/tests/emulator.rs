@@ -387,9 +387,11 @@ fn sigkill_and_check_cleanup(rootless: bool) {
     if rootless {
         open_to_all(&dir);
     }
-    // No background children here: PR_SET_PDEATHSIG reaches the commands themselves.
+    // The server also starts a child in a session of its own, which PR_SET_PDEATHSIG
+    // does not reach: the end of the server's PID namespace does.
+    let marker = unique_sleep();
     let server = format!(
-        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; exec sleep 60",
+        "setsid sh -c 'exec sleep {marker}' < /dev/null & readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; exec sleep 60",
         ns = dir.s("server_ns")
     );
     let client = format!(
@@ -416,8 +418,10 @@ fn sigkill_and_check_cleanup(rootless: bool) {
     );
     let server_ns = read_trimmed(&dir.path("server_ns"));
     let client_ns = read_trimmed(&dir.path("client_ns"));
+    wait_until_running(&marker);
     emu.kill().unwrap();
     emu.wait().unwrap();
+    assert_gone(&marker, "after SIGKILL");
     assert_namespace_gone(&server_ns);
     assert_namespace_gone(&client_ns);
     assert_root_unchanged(&before);
@@ -1039,6 +1043,43 @@ fn pids_running(argv: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// A `sleep` duration no other process uses, to find the process later.
+fn unique_sleep() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("1000.{nanos:09}")
+}
+
+/// Waits until `sleep MARKER` runs.
+fn wait_until_running(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids_running(&["sleep", marker]).is_empty() {
+        assert!(Instant::now() < deadline, "sleep {marker} did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Checks that `sleep MARKER` is gone within a few seconds; kills it (the test's own
+/// leftover) and fails if not.
+fn assert_gone(marker: &str, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = pids_running(&["sleep", marker]);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            for pid in &left {
+                // SAFETY: plain system call; the test's own leftover.
+                unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
+            }
+            panic!("{when}: the server's setsid child {left:?} survived the run");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A child of the server command that left its session (`setsid`) does not survive the
 /// run, whether the client exits or the emulator is stopped with SIGTERM.
 #[test]
@@ -1047,16 +1088,12 @@ fn a_setsid_child_of_the_server_does_not_outlive_the_run() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for signal in [None, Some(libc::SIGTERM)] {
         let dir = TempDir::new("setsid");
-        // A sleep no other process runs: its duration is unique to this run.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let marker = format!("1000.{nanos:09}");
-        let started = dir.s("started");
-        let server =
-            format!("setsid sh -c 'touch {started}; exec sleep {marker}' < /dev/null & wait");
+        let marker = unique_sleep();
+        let server = format!("setsid sh -c 'exec sleep {marker}' < /dev/null & wait");
+        // The client exits once the test has seen the setsid child (file `go`).
+        let go = dir.s("go");
         let client = match signal {
-            None => format!("while [ ! -e {started} ]; do sleep 0.05; done; exit 0"),
+            None => format!("while [ ! -e {go} ]; do sleep 0.05; done; exit 0"),
             Some(_) => "exec sleep 60".to_string(),
         };
         let mut args = small_emulator(&dir);
@@ -1073,32 +1110,15 @@ fn a_setsid_child_of_the_server_does_not_outlive_the_run() {
             .stdin(Stdio::null())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while pids_running(&["sleep", &marker]).is_empty() {
-            assert!(Instant::now() < deadline, "the setsid child did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until_running(&marker);
+        std::fs::write(&go, "").unwrap();
         if let Some(signo) = signal {
             // SAFETY: plain system call to our own child.
             unsafe { libc::kill(emu.id() as libc::pid_t, signo) };
         }
         let status = wait_or_stop(&mut emu, Duration::from_secs(15));
         assert_eq!(status.code(), Some(signal.map_or(0, |s| 128 + s)));
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let left = pids_running(&["sleep", &marker]);
-            if left.is_empty() {
-                break;
-            }
-            if Instant::now() > deadline {
-                for pid in &left {
-                    // SAFETY: plain system call; the test's own leftover.
-                    unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
-                }
-                panic!("after {signal:?}: the server's setsid child {left:?} survived the run");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        assert_gone(&marker, &format!("after {signal:?}"));
     }
 }
 
