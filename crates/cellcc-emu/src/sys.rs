@@ -96,9 +96,7 @@ pub fn unshare_net() -> io::Result<()> {
 /// namespace. Async-signal-safe.
 pub fn unshare_pid() -> io::Result<()> {
     // SAFETY: plain system call; it only affects children created afterwards.
-    check(unsafe { libc::unshare(libc::CLONE_NEWPID) })
-        .map(drop)
-        .map_err(|e| io::Error::new(e.kind(), format!("unshare(CLONE_NEWPID): {e}")))
+    check(unsafe { libc::unshare(libc::CLONE_NEWPID) }).map(drop)
 }
 
 /// Asks for `signal` when the parent exits (`PR_SET_PDEATHSIG`). Async-signal-safe.
