@@ -16,6 +16,8 @@ use cellcc_link::{
 use cellcc_units::Dur;
 use clap::{Parser, ValueEnum};
 
+use crate::privs::{self, RunAs};
+
 /// Exit status for bad input (as clap uses for usage errors).
 pub const EXIT_USAGE: i32 = 2;
 
@@ -102,6 +104,11 @@ pub struct EmuArgs {
     #[arg(long, value_name = "PRIO", default_value_t = 10,
           value_parser = clap::value_parser!(i32).range(0..=99))]
     pub realtime_priority: i32,
+    /// Run the server and client commands as this user (name or uid), with no
+    /// capabilities. Default: the invoking user under sudo (SUDO_UID), else the user
+    /// running the emulator (root keeps every capability; see docs/emulator.md).
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, value_name = "CLIENT_CMD")]
     pub command: Vec<OsString>,
@@ -315,6 +322,8 @@ pub struct EmuConfig {
     pub uplink: DirectionConfig,
     /// The downlink (server → client).
     pub downlink: DirectionConfig,
+    /// Who the commands run as (`--user`, `SUDO_UID`, or the emulator's user).
+    pub run_as: RunAs,
 }
 
 impl EmuArgs {
@@ -375,11 +384,13 @@ impl EmuArgs {
         } else {
             TraceMode::Loop
         };
+        let run_as = privs::resolve(self.user.as_deref())?;
         Ok(EmuConfig {
             args: self,
             mode,
             uplink,
             downlink,
+            run_as,
         })
     }
 }

@@ -35,7 +35,9 @@ use crate::cli::{queue_description, DirectionConfig, EmuConfig, UsageError, EXIT
 use crate::logwriter::OffThreadWriter;
 use crate::mmlog::{LogHeader, MmLog, OpportunityCursor};
 use crate::netns::{self, Endpoint};
+use crate::output::{self, PendingOutput};
 use crate::path::{Direction, Way};
+use crate::privs::RunAs;
 use crate::procs::{self, Job};
 use crate::stats::{DirectionSummary, Lateness, Summary};
 use crate::sys;
@@ -78,13 +80,31 @@ impl EmuError {
     }
 }
 
-fn create_output(path: &Path) -> Result<BufWriter<File>, EmuError> {
-    File::create(path)
-        .map(|f| BufWriter::with_capacity(1 << 16, f))
+/// An output file, written to a temporary file and renamed into place at the end (see
+/// [`output`]).
+struct Output {
+    writer: BufWriter<File>,
+    pending: PendingOutput,
+}
+
+fn create_output(path: &Path) -> Result<Output, EmuError> {
+    output::create(path, output::sudo_owner())
+        .map(|(file, pending)| Output {
+            writer: BufWriter::with_capacity(1 << 16, file),
+            pending,
+        })
         .map_err(|source| EmuError::Output {
             path: path.display().to_string(),
             source,
         })
+}
+
+/// Renames a finished output into place, or says why it could not.
+fn commit(pending: PendingOutput, what: &str) {
+    let dest = pending.dest().display().to_string();
+    if let Err(e) = pending.commit() {
+        eprintln!("cellcc-emu: warning: {what} {dest}: cannot rename into place: {e}");
+    }
 }
 
 /// One direction's I/O side.
@@ -97,14 +117,29 @@ struct Side {
 /// Runs the emulator; returns the process exit status (the client's, or 128 + signal).
 pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
     let args = &config.args;
-    // Output files first: a bad path fails before anything is set up.
+    if config.run_as == RunAs::Rootless {
+        // Before any thread exists: unshare(CLONE_NEWUSER) refuses multithreaded callers.
+        sys::enter_user_namespace().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "not root, and rootless mode cannot create a user namespace: {e} \
+                     (allow unprivileged user namespaces, or run as root)"
+                ),
+            )
+        })?;
+    }
+    // Output files first, as temporary files renamed into place at the end: a bad path
+    // fails before anything is set up, and a failed run leaves no file behind.
     let uplink_log = args.uplink_log.as_deref().map(create_output).transpose()?;
     let downlink_log = args
         .downlink_log
         .as_deref()
         .map(create_output)
         .transpose()?;
-    let mut stats_out = args.stats.as_deref().map(create_output).transpose()?;
+    let stats_out = args.stats.as_deref().map(create_output).transpose()?;
+    let (uplink_log, uplink_pending) = split(uplink_log);
+    let (downlink_log, downlink_pending) = split(downlink_log);
 
     sys::block_signals(&STOP_SIGNALS)?;
     let sigfd = sys::signalfd(&STOP_SIGNALS)?;
@@ -114,8 +149,13 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
 
     if args.realtime_priority > 0 {
         if let Err(e) = sys::set_realtime(args.realtime_priority) {
+            let hint = if config.run_as == RunAs::Rootless {
+                " (rootless mode: it needs an RLIMIT_RTPRIO; --realtime-priority 0 runs without)"
+            } else {
+                ""
+            };
             eprintln!(
-                "cellcc-emu: warning: cannot run as SCHED_FIFO ({e}); timing will be less accurate under load"
+                "cellcc-emu: warning: cannot run as SCHED_FIFO ({e}); timing will be less accurate under load{hint}"
             );
         }
     }
@@ -157,6 +197,7 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
             &[OsString::from("-c"), OsString::from(cmd)],
             addrs,
             false,
+            &config.run_as,
         )?),
         None => None,
     };
@@ -168,6 +209,7 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
             rest,
             addrs,
             true,
+            &config.run_as,
         )?),
         None => None,
     };
@@ -195,15 +237,21 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
     let client_exit_code = client_status.map(procs::shell_code);
 
     let log_results = [
-        downlink.direction.finish_log(end),
-        uplink.direction.finish_log(end),
+        (downlink.direction.finish_log(end), downlink_pending),
+        (uplink.direction.finish_log(end), uplink_pending),
     ];
-    for result in log_results {
-        if let Err(e) = result {
-            eprintln!("cellcc-emu: warning: writing a link log failed: {e}");
+    for (result, pending) in log_results {
+        match (result, pending) {
+            (Ok(()), Some(pending)) => commit(pending, "link log"),
+            (Err(e), _) => eprintln!("cellcc-emu: warning: writing a link log failed: {e}"),
+            (Ok(()), None) => {}
         }
     }
-    if let Some(out) = stats_out.as_mut() {
+    if let Some(Output {
+        writer: mut out,
+        pending,
+    }) = stats_out
+    {
         let summary = summarise(
             &config,
             &command_line,
@@ -213,12 +261,13 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
             &downlink,
             &uplink,
         );
-        let written = serde_json::to_writer_pretty(&mut *out, &summary)
+        let written = serde_json::to_writer_pretty(&mut out, &summary)
             .map_err(io::Error::other)
             .and_then(|()| writeln!(out))
             .and_then(|()| out.flush());
-        if let Err(e) = written {
-            eprintln!("cellcc-emu: warning: writing the stats file failed: {e}");
+        match written {
+            Ok(()) => commit(pending, "stats file"),
+            Err(e) => eprintln!("cellcc-emu: warning: writing the stats file failed: {e}"),
         }
     }
     drop(server);
@@ -228,6 +277,14 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
         (Stop::Signal(signo), _) if client_job.is_some() => 128 + signo,
         _ => 0,
     })
+}
+
+/// The writer and the rename handle of an optional output.
+fn split(out: Option<Output>) -> (Option<BufWriter<File>>, Option<PendingOutput>) {
+    match out {
+        Some(Output { writer, pending }) => (Some(writer), Some(pending)),
+        None => (None, None),
+    }
 }
 
 fn print_how_to_enter(server: &Endpoint, client: &Endpoint) {

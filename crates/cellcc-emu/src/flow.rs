@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::output::{self, PendingOutput};
 use crate::sys;
 
 /// Size of each `write` (and of the receive buffer).
@@ -67,20 +68,45 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> FlowError {
     move |source| FlowError::Io { context, source }
 }
 
-fn create(path: &Path) -> Result<BufWriter<File>, FlowError> {
-    File::create(path)
-        .map(|f| BufWriter::with_capacity(1 << 16, f))
+/// An output file: a temporary file renamed into place by [`Out::finish`], removed if
+/// the transfer fails (see [`output`]).
+struct Out {
+    writer: BufWriter<File>,
+    pending: PendingOutput,
+}
+
+impl Out {
+    /// Flushes the file and renames it into place.
+    fn finish(mut self, what: &str) -> Result<(), FlowError> {
+        let dest = self.pending.dest().display().to_string();
+        self.writer
+            .flush()
+            .map_err(io_err(format!("writing the {what} {dest}")))?;
+        self.pending
+            .commit()
+            .map_err(io_err(format!("renaming the {what} into place as {dest}")))
+    }
+}
+
+/// Every output is created before the transfer starts, so a bad path fails at once.
+fn create(path: &Path) -> Result<Out, FlowError> {
+    output::create(path, output::sudo_owner())
+        .map(|(file, pending)| Out {
+            writer: BufWriter::with_capacity(1 << 16, file),
+            pending,
+        })
         .map_err(|e| FlowError::Usage(format!("{}: cannot create: {e}", path.display())))
 }
 
-fn write_json(path: Option<&Path>, value: &impl Serialize) -> Result<(), FlowError> {
+fn write_json(out: Option<Out>, value: &impl Serialize) -> Result<(), FlowError> {
     let text = serde_json::to_string_pretty(value).map_err(|e| FlowError::Io {
         context: "encoding the summary".into(),
         source: io::Error::other(e),
     })?;
-    match path {
-        Some(path) => {
-            std::fs::write(path, text + "\n").map_err(io_err(format!("writing {}", path.display())))
+    match out {
+        Some(mut out) => {
+            writeln!(out.writer, "{text}").map_err(io_err("writing the summary"))?;
+            out.finish("summary")
         }
         None => {
             println!("{text}");
@@ -134,13 +160,14 @@ pub struct RecvSummary {
 pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
     let start = sys::monotonic_ns();
     let mut log = opts.log.as_deref().map(create).transpose()?;
+    let summary_out = opts.summary.as_deref().map(create).transpose()?;
     let listener = TcpListener::bind((opts.bind, opts.port))
         .map_err(io_err(format!("listening on {}:{}", opts.bind, opts.port)))?;
     let (mut stream, peer) = listener.accept().map_err(io_err("accepting"))?;
     drop(listener);
     let accepted_ns = since(start);
     if let Some(log) = log.as_mut() {
-        writeln!(log, "t_ns,bytes").map_err(io_err("writing the log"))?;
+        writeln!(log.writer, "t_ns,bytes").map_err(io_err("writing the log"))?;
     }
     let mut buf = vec![0u8; CHUNK_BYTES];
     let (mut bytes, mut reads) = (0u64, 0u64);
@@ -158,11 +185,11 @@ pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
         bytes += n as u64;
         reads += 1;
         if let Some(log) = log.as_mut() {
-            writeln!(log, "{t},{n}").map_err(io_err("writing the log"))?;
+            writeln!(log.writer, "{t},{n}").map_err(io_err("writing the log"))?;
         }
     }
-    if let Some(log) = log.as_mut() {
-        log.flush().map_err(io_err("writing the log"))?;
+    if let Some(log) = log {
+        log.finish("log")?;
     }
     let duration_s = match (first, last) {
         (Some(f), Some(l)) => (l - f) as f64 / 1e9,
@@ -183,7 +210,7 @@ pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
             0.0
         },
     };
-    write_json(opts.summary.as_deref(), &summary)?;
+    write_json(summary_out, &summary)?;
     Ok(summary)
 }
 
@@ -519,8 +546,10 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
         return Err(FlowError::Usage("--info-interval-ms must be > 0".into()));
     }
     let mut info_log = opts.info_log.as_deref().map(create).transpose()?;
+    let summary_out = opts.summary.as_deref().map(create).transpose()?;
     if let Some(log) = info_log.as_mut() {
-        writeln!(log, "{}", InfoSample::CSV_HEADER).map_err(io_err("writing the info log"))?;
+        writeln!(log.writer, "{}", InfoSample::CSV_HEADER)
+            .map_err(io_err("writing the info log"))?;
     }
     let (stream, attempts) = connect(opts, start)?;
     let connected_ns = since(start);
@@ -540,7 +569,8 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
             last = tcp_info(fd, now).map_err(io_err("reading TCP_INFO"))?;
             samples += 1;
             if let Some(log) = info_log.as_mut() {
-                writeln!(log, "{}", last.csv_row()).map_err(io_err("writing the info log"))?;
+                writeln!(log.writer, "{}", last.csv_row())
+                    .map_err(io_err("writing the info log"))?;
             }
             next_sample = next_sample.saturating_add(interval).max(now + 1);
         }
@@ -592,8 +622,8 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
         }
     }
     let stopped_ns = since(start);
-    if let Some(log) = info_log.as_mut() {
-        log.flush().map_err(io_err("writing the info log"))?;
+    if let Some(log) = info_log {
+        log.finish("info log")?;
     }
     let summary = SendSummary {
         start_monotonic_ns: start,
@@ -607,7 +637,7 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
         last,
     };
     // The summary is written before closing, so it exists once the receiver sees EOF.
-    write_json(opts.summary.as_deref(), &summary)?;
+    write_json(summary_out, &summary)?;
     // Closing hands the unsent tail to the kernel, which still delivers it.
     drop(stream);
     Ok(summary)
@@ -664,6 +694,38 @@ mod tests {
             msg.contains("connecting to") && msg.contains("attempts"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_failed_transfer_leaves_no_output_and_never_writes_through_a_symlink() {
+        let dir = std::env::temp_dir().join(format!("cellcc-flow-fail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("info.csv")).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = listener.local_addr().unwrap();
+        drop(listener);
+        let opts = SendOptions {
+            to,
+            cc: "reno".into(),
+            duration: Duration::from_millis(100),
+            info_log: Some(dir.join("info.csv")),
+            info_interval: Duration::from_millis(10),
+            connect_timeout: Duration::from_millis(100),
+            summary: Some(dir.join("send.json")),
+        };
+        send(&opts).unwrap_err();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        // The symlink is still there (the run failed, nothing was renamed over it), and
+        // no empty summary or temporary file was left.
+        assert_eq!(left, ["info.csv", "victim"]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -50,7 +50,13 @@ const SIOCSIFFLAGS: libc::c_ulong = libc::SIOCSIFFLAGS as libc::c_ulong;
 const SIOCSIFADDR: libc::c_ulong = libc::SIOCSIFADDR as libc::c_ulong;
 const SIOCSIFDSTADDR: libc::c_ulong = libc::SIOCSIFDSTADDR as libc::c_ulong;
 const SIOCSIFNETMASK: libc::c_ulong = libc::SIOCSIFNETMASK as libc::c_ulong;
-const SIOCSIFTXQLEN: libc::c_ulong = libc::SIOCSIFTXQLEN as libc::c_ulong;
+const SIOCGIFINDEX: libc::c_ulong = libc::SIOCGIFINDEX as libc::c_ulong;
+// `linux/netlink.h` and `linux/rtnetlink.h`.
+const RTM_NEWLINK: u16 = 16;
+const NLM_F_REQUEST: u16 = 0x1;
+const NLM_F_ACK: u16 = 0x4;
+const NLMSG_ERROR: u16 = 0x2;
+const IFLA_TXQLEN: u16 = 13;
 
 /// `struct ifreq`: a name and a 24-byte union, of which we use the sockaddr, the flags
 /// (`short`) and the queue length (`int`) members.
@@ -85,8 +91,8 @@ impl IfReq {
         libc::c_short::from_ne_bytes([self.data[0], self.data[1]])
     }
 
-    fn set_int(&mut self, v: libc::c_int) {
-        self.data[..4].copy_from_slice(&v.to_ne_bytes());
+    fn int(&self) -> libc::c_int {
+        libc::c_int::from_ne_bytes([self.data[0], self.data[1], self.data[2], self.data[3]])
     }
 
     fn set_addr(&mut self, addr: Ipv4Addr) {
@@ -108,6 +114,92 @@ fn ioctl(
     if ret < 0 {
         let err = io::Error::last_os_error();
         return Err(io::Error::new(err.kind(), format!("{what}: {err}")));
+    }
+    Ok(())
+}
+
+/// A route netlink request `RTM_NEWLINK` that sets one device's `IFLA_TXQLEN`.
+#[repr(C)]
+struct TxQueueLenRequest {
+    // struct nlmsghdr
+    len: u32,
+    kind: u16,
+    flags: u16,
+    seq: u32,
+    pid: u32,
+    // struct ifinfomsg
+    family: u8,
+    pad: u8,
+    device_type: u16,
+    index: i32,
+    device_flags: u32,
+    change: u32,
+    // struct rtattr + u32
+    attr_len: u16,
+    attr_kind: u16,
+    value: u32,
+}
+
+/// Sets the transmit queue length of device `index` in the calling thread's namespace
+/// through route netlink. Not the `SIOCSIFTXQLEN` ioctl: that one wants `CAP_NET_ADMIN`
+/// in the initial user namespace, which rootless mode does not have; netlink checks the
+/// capability in the namespace's own user namespace.
+fn set_txqueuelen(index: libc::c_int, len: u32) -> io::Result<()> {
+    // SAFETY: plain system call.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: freshly created descriptor.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    let req = TxQueueLenRequest {
+        len: std::mem::size_of::<TxQueueLenRequest>() as u32,
+        kind: RTM_NEWLINK,
+        flags: NLM_F_REQUEST | NLM_F_ACK,
+        seq: 1,
+        pid: 0,
+        family: libc::AF_UNSPEC as u8,
+        pad: 0,
+        device_type: 0,
+        index,
+        device_flags: 0,
+        change: 0,
+        attr_len: 8,
+        attr_kind: IFLA_TXQLEN,
+        value: len,
+    };
+    // SAFETY: `req` is valid for its size; the kernel is the destination (no address).
+    let sent = unsafe {
+        libc::send(
+            sock.as_raw_fd(),
+            (&req as *const TxQueueLenRequest).cast(),
+            std::mem::size_of::<TxQueueLenRequest>(),
+            0,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // The acknowledgement: nlmsghdr (16 bytes) of type NLMSG_ERROR, then the error code
+    // (0 for success, else −errno) and the request's header.
+    let mut reply = [0u8; 256];
+    // SAFETY: `reply` is valid for its length.
+    let n = unsafe { libc::recv(sock.as_raw_fd(), reply.as_mut_ptr().cast(), reply.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n < 20 || u16::from_ne_bytes([reply[4], reply[5]]) != NLMSG_ERROR {
+        return Err(io::Error::other("unexpected route netlink reply"));
+    }
+    let error = i32::from_ne_bytes([reply[16], reply[17], reply[18], reply[19]]);
+    if error != 0 {
+        return Err(io::Error::from_raw_os_error(-error));
     }
     Ok(())
 }
@@ -154,7 +246,7 @@ fn setup_in_new_namespace(
     sys::unshare_net().map_err(|e| {
         io::Error::new(
             e.kind(),
-            format!("unshare(CLONE_NEWNET): {e} (the emulator needs root or CAP_NET_ADMIN)"),
+            format!("unshare(CLONE_NEWNET): {e} (the emulator needs root, or user namespaces for rootless mode)"),
         )
     })?;
     let ns = sys::open(c"/proc/thread-self/ns/net", libc::O_RDONLY)
@@ -184,8 +276,9 @@ fn setup_in_new_namespace(
     req.set_addr(Ipv4Addr::BROADCAST);
     ioctl(s, SIOCSIFNETMASK, &mut req, "setting the TUN netmask")?;
     let mut req = IfReq::new(tun_name)?;
-    req.set_int(TUN_TXQUEUELEN);
-    ioctl(s, SIOCSIFTXQLEN, &mut req, "raising the TUN txqueuelen")?;
+    ioctl(s, SIOCGIFINDEX, &mut req, "reading the TUN index")?;
+    set_txqueuelen(req.int(), TUN_TXQUEUELEN as u32)
+        .map_err(|e| io::Error::new(e.kind(), format!("raising the TUN txqueuelen: {e}")))?;
     let mut req = IfReq::new(tun_name)?;
     ioctl(s, SIOCGIFFLAGS, &mut req, "reading the TUN flags")?;
     let flags = req.short() | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;

@@ -64,10 +64,78 @@ pub fn open(path: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Moves this process into a new user namespace in which it keeps its own uid and gid
+/// (mapped to themselves) and holds every capability, over namespaces it creates from
+/// then on. The process must be single-threaded.
+pub fn enter_user_namespace() -> io::Result<()> {
+    // SAFETY: plain system calls.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // SAFETY: plain system call; fails with EINVAL if other threads exist.
+    check(unsafe { libc::unshare(libc::CLONE_NEWUSER) })
+        .map_err(|e| io::Error::new(e.kind(), format!("unshare(CLONE_NEWUSER): {e}")))?;
+    // An unprivileged process may map only its own ids, and its gid only once
+    // setgroups(2) is denied.
+    for (file, text) in [
+        ("/proc/self/setgroups", "deny".to_string()),
+        ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+        ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+    ] {
+        std::fs::write(file, text)
+            .map_err(|e| io::Error::new(e.kind(), format!("writing {file}: {e}")))?;
+    }
+    Ok(())
+}
+
 /// Moves the calling thread into a fresh, unnamed network namespace.
 pub fn unshare_net() -> io::Result<()> {
     // SAFETY: plain system call; it only affects the calling thread.
     check(unsafe { libc::unshare(libc::CLONE_NEWNET) }).map(drop)
+}
+
+/// Makes the calling process's next child the first process (pid 1) of a new PID
+/// namespace. Async-signal-safe.
+pub fn unshare_pid() -> io::Result<()> {
+    // SAFETY: plain system call; it only affects children created afterwards.
+    check(unsafe { libc::unshare(libc::CLONE_NEWPID) }).map(drop)
+}
+
+/// Asks for `signal` when the parent exits (`PR_SET_PDEATHSIG`). Async-signal-safe.
+pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain prctl.
+    check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal, 0, 0, 0) }).map(drop)
+}
+
+/// `fork(2)`: the child's pid in the parent, 0 in the child. Only for a process that is
+/// between `fork` and `exec` already (single-threaded, nothing to run after the fork but
+/// async-signal-safe calls).
+pub fn fork() -> io::Result<libc::pid_t> {
+    // SAFETY: called only in a single-threaded child (see above).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pid)
+}
+
+/// Closes every descriptor from `first` up. Async-signal-safe.
+pub fn close_from(first: libc::c_uint) {
+    // SAFETY: plain system call; closing descriptors this process does not use.
+    unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) };
+}
+
+/// Waits for the child `pid` to end and returns its `waitpid` status. Async-signal-safe.
+pub fn wait_for(pid: libc::pid_t) -> libc::c_int {
+    loop {
+        let mut status = 0;
+        // SAFETY: plain waitpid on our own child.
+        let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if ret == pid {
+            return status;
+        }
+        if ret < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 1 << 8; // exit code 1: the child is gone.
+        }
+    }
 }
 
 /// Moves the calling thread into the network namespace `ns`. Async-signal-safe, so it may

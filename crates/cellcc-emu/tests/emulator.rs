@@ -4,6 +4,9 @@
 //! `cargo test --release -p cellcc-emu --test emulator -- --nocapture` to see the
 //! measured numbers.
 //!
+//! The rootless tests start the emulator as `nobody` through `setpriv` (so they too need
+//! root to start) and skip, saying why, where unprivileged user namespaces are off.
+//!
 //! The tests run one at a time (a lock), since they measure timing on a shared machine.
 
 use std::collections::BTreeSet;
@@ -250,29 +253,39 @@ fn small_emulator(dir: &TempDir) -> Vec<String> {
     .collect()
 }
 
+/// Shell words that write the pid of the shell running them, as the whole machine sees
+/// it, to `file` (`$$` is the pid inside the command's PID namespace; `/proc` is the
+/// machine's).
+fn record_host_pid(file: &str) -> String {
+    format!("read -r p _ < /proc/self/stat && echo $p > {file}.tmp && mv {file}.tmp {file}")
+}
+
 /// Client and server commands that record their namespace and pid (the server also
 /// starts a background child), then wait.
 fn recording_commands(dir: &TempDir, client_tail: &str) -> (String, Vec<String>) {
     let server = format!(
-        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; sleep 60 & echo $! > {bg}.tmp && mv {bg}.tmp {bg}; echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; wait",
+        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; sh -c '{bg}; exec sleep 60' & {pid}; wait",
         ns = dir.s("server_ns"),
-        bg = dir.s("server_bg"),
-        pid = dir.s("server_pid"),
+        bg = record_host_pid(&dir.s("server_bg")),
+        pid = record_host_pid(&dir.s("server_pid")),
     );
     let client = format!(
-        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; echo $$ > {pid}.tmp && mv {pid}.tmp {pid}; {client_tail}",
+        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; {pid}; {client_tail}",
         ns = dir.s("client_ns"),
-        pid = dir.s("client_pid"),
+        pid = record_host_pid(&dir.s("client_pid")),
     );
     (server, vec!["sh".into(), "-c".into(), client])
 }
 
 /// Runs a client that exits on its own, or signals the emulator mid-run; checks the
 /// exit status and that nothing is left behind.
-fn run_and_check_cleanup(tag: &str, signal: Option<libc::c_int>) {
+fn run_and_check_cleanup(tag: &str, signal: Option<libc::c_int>, rootless: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = root_state();
     let dir = TempDir::new(tag);
+    if rootless {
+        open_to_all(&dir);
+    }
     let tail = match signal {
         Some(_) => "exec sleep 60",
         None => "sleep 0.3; exit 3",
@@ -287,7 +300,7 @@ fn run_and_check_cleanup(tag: &str, signal: Option<libc::c_int>) {
         "--".into(),
     ]);
     args.extend(client);
-    let mut emu = Command::new(EMU)
+    let mut emu = emu_command(rootless)
         .args(&args)
         .stdin(Stdio::null())
         .spawn()
@@ -346,30 +359,39 @@ fn run_and_check_cleanup(tag: &str, signal: Option<libc::c_int>) {
 #[test]
 fn normal_exit_passes_the_client_status_and_leaves_nothing() {
     require_emulation!();
-    run_and_check_cleanup("exit", None);
+    run_and_check_cleanup("exit", None, false);
 }
 
 #[test]
 fn sigint_mid_run_leaves_nothing() {
     require_emulation!();
-    run_and_check_cleanup("sigint", Some(libc::SIGINT));
+    run_and_check_cleanup("sigint", Some(libc::SIGINT), false);
 }
 
 #[test]
 fn sigterm_mid_run_leaves_nothing() {
     require_emulation!();
-    run_and_check_cleanup("sigterm", Some(libc::SIGTERM));
+    run_and_check_cleanup("sigterm", Some(libc::SIGTERM), false);
 }
 
 #[test]
 fn sigkill_of_the_emulator_leaves_nothing() {
     require_emulation!();
+    sigkill_and_check_cleanup(false);
+}
+
+fn sigkill_and_check_cleanup(rootless: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = root_state();
     let dir = TempDir::new("sigkill");
-    // No background children here: PR_SET_PDEATHSIG reaches the commands themselves.
+    if rootless {
+        open_to_all(&dir);
+    }
+    // The server also starts a child in a session of its own, which PR_SET_PDEATHSIG
+    // does not reach: the end of the server's PID namespace does.
+    let marker = unique_sleep();
     let server = format!(
-        "readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; exec sleep 60",
+        "setsid sh -c 'exec sleep {marker}' < /dev/null & readlink /proc/self/ns/net > {ns}.tmp && mv {ns}.tmp {ns}; exec sleep 60",
         ns = dir.s("server_ns")
     );
     let client = format!(
@@ -385,7 +407,7 @@ fn sigkill_of_the_emulator_leaves_nothing() {
         "-c".into(),
         client,
     ]);
-    let mut emu = Command::new(EMU)
+    let mut emu = emu_command(rootless)
         .args(&args)
         .stdin(Stdio::null())
         .spawn()
@@ -396,11 +418,74 @@ fn sigkill_of_the_emulator_leaves_nothing() {
     );
     let server_ns = read_trimmed(&dir.path("server_ns"));
     let client_ns = read_trimmed(&dir.path("client_ns"));
+    wait_until_running(&marker);
     emu.kill().unwrap();
     emu.wait().unwrap();
+    assert_gone(&marker, "after SIGKILL");
     assert_namespace_gone(&server_ns);
     assert_namespace_gone(&client_ns);
     assert_root_unchanged(&before);
+}
+
+/// `cellcc-emu` as the tests run it: as root without `SUDO_UID` (the commands then run
+/// as root, so they can write into the test's directory), or in rootless mode as
+/// `nobody`, started through `setpriv` as an ordinary user would start it.
+fn emu_command(rootless: bool) -> Command {
+    let mut cmd = if rootless {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", EMU]);
+        c
+    } else {
+        Command::new(EMU)
+    };
+    cmd.env_remove("SUDO_UID")
+        .env_remove("SUDO_GID")
+        .env_remove("SUDO_USER");
+    cmd
+}
+
+/// Why rootless mode cannot be tested here, if it cannot.
+fn rootless_unsupported() -> Option<String> {
+    if let Some(reason) = unsupported() {
+        return Some(reason);
+    }
+    let works = Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--net",
+            "true",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !works {
+        return Some(
+            "`setpriv --reuid=nobody ... unshare --user --net` fails: no setpriv, no user \
+             nobody, or unprivileged user namespaces are off"
+                .into(),
+        );
+    }
+    None
+}
+
+macro_rules! require_rootless {
+    () => {
+        if let Some(reason) = rootless_unsupported() {
+            println!("skipped: {reason}");
+            return;
+        }
+    };
+}
+
+/// Lets every user write into `dir` (for commands and outputs of a rootless run).
+fn open_to_all(dir: &TempDir) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
 }
 
 /// Waits for `child` up to `limit`; past it, SIGTERM (the emulator cleans up), then
@@ -422,7 +507,7 @@ fn wait_or_stop(child: &mut Child, limit: Duration) -> ExitStatus {
 }
 
 fn run_bad_input(args: &[&str]) -> Output {
-    Command::new(EMU)
+    emu_command(false)
         .args(args)
         .output()
         .expect("start cellcc-emu")
@@ -546,7 +631,7 @@ fn transfer(mbps: u64, dir: &TempDir, with_log: bool) -> Transfer {
     } else {
         Vec::new()
     };
-    let mut emu = Command::new(EMU)
+    let mut emu = emu_command(false)
         .args(&log_args)
         .args([
             "--delay",
@@ -725,4 +810,451 @@ fn check_log(path: &Path, link: &Value, per_s: u64) {
         (opportunities as f64 - expected).abs() <= per_s as f64 / 100.0 + 2.0,
         "{opportunities} opportunity lines for {last_t} ms, expected about {expected:.0}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Privileges, outputs and process containment.
+
+/// `id -u NAME` and `id -g NAME`.
+fn ids_of(user: &str) -> (u32, u32) {
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id").args([flag, user]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    };
+    (id("-u"), id("-g"))
+}
+
+/// `/proc/PID/status` lines `Uid:` and `Gid:` (real, effective, saved, filesystem).
+fn status_ids(pid: &str) -> Option<(Vec<u32>, Vec<u32>)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let ids = |key: &str| -> Option<Vec<u32>> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        Some(
+            line[key.len()..]
+                .split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect(),
+        )
+    };
+    Some((ids("Uid:")?, ids("Gid:")?))
+}
+
+/// `pid` and every process descending from it, as the whole machine sees them.
+fn process_tree(pid: u32) -> Vec<String> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) {
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().nth(1))
+                .unwrap_or("")
+                .to_string();
+            parent_of.push((name, ppid));
+        }
+    }
+    let mut tree = vec![pid.to_string()];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i].clone();
+        tree.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == p)
+                .map(|(c, _)| c.clone()),
+        );
+        i += 1;
+    }
+    tree
+}
+
+/// The lines of the command's output that start with `prefix`, without it.
+fn tagged<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .map(str::trim)
+        .collect()
+}
+
+/// Under sudo (simulated with `SUDO_UID`/`SUDO_GID`, as sudo sets them) and with
+/// `--user`, both commands run as that user with every capability set empty, and under
+/// sudo the outputs belong to the invoking user.
+#[test]
+fn commands_run_as_the_invoking_user_without_capabilities() {
+    require_emulation!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (uid, gid) = ids_of("nobody");
+    for how in ["sudo", "--user"] {
+        let dir = TempDir::new(&format!("privs-{}", how.trim_start_matches('-')));
+        let mut args = small_emulator(&dir);
+        args.extend([
+            "--stats".into(),
+            dir.s("stats.json"),
+            "--server-cmd".into(),
+            "echo server-uid $(id -u); grep ^Cap /proc/self/status | sed 's/^/server-/'; exec sleep 60"
+                .into(),
+        ]);
+        let mut cmd = emu_command(false);
+        if how == "sudo" {
+            cmd.env("SUDO_UID", uid.to_string())
+                .env("SUDO_GID", gid.to_string());
+        } else {
+            args.extend(["--user".into(), "nobody".into()]);
+        }
+        args.extend([
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            "sleep 0.5; echo client-uid $(id -u) $(id -g); grep ^Cap /proc/self/status | sed 's/^/client-/'"
+                .into(),
+        ]);
+        let out = cmd
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("start cellcc-emu");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{how}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            tagged(&stdout, "client-uid"),
+            [format!("{uid} {gid}")],
+            "{how}: {stdout}"
+        );
+        assert_eq!(
+            tagged(&stdout, "server-uid"),
+            [uid.to_string()],
+            "{how}: {stdout}"
+        );
+        for side in ["client-", "server-"] {
+            let caps = tagged(&stdout, side);
+            let sets: Vec<&str> = ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"]
+                .into_iter()
+                .filter(|set| {
+                    caps.iter()
+                        .any(|l| l.starts_with(set) && l.ends_with("0000000000000000"))
+                })
+                .collect();
+            assert_eq!(sets.len(), 5, "{how}, {side}: {caps:?}");
+        }
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata(dir.path("stats.json")).unwrap().uid();
+        let expected_owner = if how == "sudo" { uid } else { 0 };
+        assert_eq!(owner, expected_owner, "{how}: owner of the stats file");
+    }
+}
+
+/// Every entry of `dir`, sorted.
+fn entries(dir: &TempDir) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// An output path that is a symlink is replaced, never written through.
+#[test]
+fn outputs_never_follow_symlinks() {
+    require_emulation!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("symlink");
+    let mut args = small_emulator(&dir);
+    std::fs::write(dir.path("victim"), "precious\n").unwrap();
+    for name in ["stats.json", "down.log"] {
+        std::os::unix::fs::symlink(dir.path("victim"), dir.path(name)).unwrap();
+    }
+    args.extend([
+        "--stats".into(),
+        dir.s("stats.json"),
+        "--downlink-log".into(),
+        dir.s("down.log"),
+        "--".into(),
+        "true".into(),
+    ]);
+    let status = emu_command(false)
+        .args(&args)
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(read_trimmed(&dir.path("victim")), "precious");
+    for name in ["stats.json", "down.log"] {
+        let meta = std::fs::symlink_metadata(dir.path(name)).unwrap();
+        assert!(meta.is_file(), "{name} is still a symlink");
+    }
+    assert!(json(&dir.path("stats.json"))["duration_s"].is_number());
+    assert!(read_trimmed(&dir.path("down.log")).starts_with("# mahimahi mm-link"));
+}
+
+/// A run that fails leaves no output file at all, not even one created before the
+/// failure.
+#[test]
+fn a_failed_run_leaves_no_output() {
+    require_emulation!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The first output can be created, the second's directory is missing.
+    let dir = TempDir::new("failed");
+    let mut args = small_emulator(&dir);
+    args.extend([
+        "--uplink-log".into(),
+        dir.s("up.log"),
+        "--downlink-log".into(),
+        dir.s("missing/down.log"),
+        "--stats".into(),
+        dir.s("stats.json"),
+        "--".into(),
+        "true".into(),
+    ]);
+    let out = emu_command(false).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing/down.log"), "{stderr}");
+    assert_eq!(entries(&dir), ["link.trace"]);
+}
+
+/// Host pids of processes whose command line is exactly `argv`.
+fn pids_running(argv: &[&str]) -> Vec<String> {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == wanted))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|pid| process_alive(pid))
+        .collect()
+}
+
+/// A `sleep` duration no other process uses, to find the process later.
+fn unique_sleep() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("1000.{nanos:09}")
+}
+
+/// Waits until `sleep MARKER` runs.
+fn wait_until_running(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids_running(&["sleep", marker]).is_empty() {
+        assert!(Instant::now() < deadline, "sleep {marker} did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Checks that `sleep MARKER` is gone within a few seconds; kills it (the test's own
+/// leftover) and fails if not.
+fn assert_gone(marker: &str, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = pids_running(&["sleep", marker]);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            for pid in &left {
+                // SAFETY: plain system call; the test's own leftover.
+                unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
+            }
+            panic!("{when}: the server's setsid child {left:?} survived the run");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child of the server command that left its session (`setsid`) does not survive the
+/// run, whether the client exits or the emulator is stopped with SIGTERM.
+#[test]
+fn a_setsid_child_of_the_server_does_not_outlive_the_run() {
+    require_emulation!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for signal in [None, Some(libc::SIGTERM)] {
+        let dir = TempDir::new("setsid");
+        let marker = unique_sleep();
+        let server = format!("setsid sh -c 'exec sleep {marker}' < /dev/null & wait");
+        // The client exits once the test has seen the setsid child (file `go`).
+        let go = dir.s("go");
+        let client = match signal {
+            None => format!("while [ ! -e {go} ]; do sleep 0.05; done; exit 0"),
+            Some(_) => "exec sleep 60".to_string(),
+        };
+        let mut args = small_emulator(&dir);
+        args.extend([
+            "--server-cmd".into(),
+            server,
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            client,
+        ]);
+        let mut emu = emu_command(false)
+            .args(&args)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until_running(&marker);
+        std::fs::write(&go, "").unwrap();
+        if let Some(signo) = signal {
+            // SAFETY: plain system call to our own child.
+            unsafe { libc::kill(emu.id() as libc::pid_t, signo) };
+        }
+        let status = wait_or_stop(&mut emu, Duration::from_secs(15));
+        assert_eq!(status.code(), Some(signal.map_or(0, |s| 128 + s)));
+        assert_gone(&marker, &format!("after {signal:?}"));
+    }
+}
+
+/// Rootless mode: started as `nobody`, the emulator carries a TCP transfer; no process
+/// of the run ever has uid or gid 0, and nothing is left afterwards.
+#[test]
+fn rootless_as_nobody_carries_a_transfer_and_nothing_runs_as_root() {
+    require_rootless!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = root_state();
+    let dir = TempDir::new("rootless");
+    open_to_all(&dir);
+    let (uid, _) = ids_of("nobody");
+    let per_s = write_constant_trace(&dir.path("link.trace"), 12);
+    let ideal_mbps = (per_s * 1448 * 8) as f64 / 1e6;
+    // An unprivileged sender may pick only an allowed congestion control.
+    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+        .unwrap_or_default();
+    let cc = allowed
+        .split_whitespace()
+        .next()
+        .unwrap_or("reno")
+        .to_string();
+    let server = format!(
+        "exec {FLOW} send --to $CELLCC_EMU_CLIENT_ADDR:5201 --cc {cc} --duration 3 --summary {}",
+        dir.s("send.json")
+    );
+    let mut emu = emu_command(true)
+        .args([
+            "--delay",
+            "5",
+            "--uplink",
+            &dir.s("link.trace"),
+            "--downlink",
+            &dir.s("link.trace"),
+            "--realtime-priority",
+            "0",
+            "--stats",
+            &dir.s("stats.json"),
+            "--server-cmd",
+            &server,
+            "--",
+            FLOW,
+            "recv",
+            "--port",
+            "5201",
+            "--summary",
+            &dir.s("recv.json"),
+        ])
+        .stdin(Stdio::null())
+        .stderr(File::create(dir.path("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    // Watch every process of the run until it ends.
+    let emu_exe = std::fs::canonicalize(EMU).unwrap();
+    let mut seen = BTreeSet::new();
+    let mut namespaces = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = emu.try_wait().unwrap() {
+            break status;
+        }
+        // Until it execs the emulator, the child is `setpriv`, which starts as root.
+        let exe = std::fs::read_link(format!("/proc/{}/exe", emu.id()));
+        if !exe.is_ok_and(|e| e == emu_exe) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        for pid in process_tree(emu.id()) {
+            if let Some((uids, gids)) = status_ids(&pid) {
+                assert!(
+                    uids.iter().all(|&u| u == uid) && !gids.contains(&0),
+                    "process {pid} of the run has uids {uids:?}, gids {gids:?}"
+                );
+                if let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/ns/net")) {
+                    namespaces.insert(ns.display().to_string());
+                }
+                seen.insert(pid);
+            }
+        }
+        if Instant::now() > deadline {
+            // SAFETY: plain system call to our own child.
+            unsafe { libc::kill(emu.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = emu.wait();
+            panic!("the rootless run did not finish within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = std::fs::read_to_string(dir.path("stderr")).unwrap_or_default();
+    assert!(status.success(), "{status:?}: {stderr}");
+    // The emulator, each command's guard, init and the command itself at least.
+    assert!(seen.len() >= 5, "saw only {seen:?}");
+    let goodput = json(&dir.path("recv.json"))["goodput_mbps"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        goodput > 0.7 * ideal_mbps,
+        "goodput {goodput:.2} Mbit/s of {ideal_mbps:.2}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(dir.path("stats.json")).unwrap().uid(),
+        uid
+    );
+    let root_ns = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .display()
+        .to_string();
+    namespaces.remove(&root_ns);
+    assert_eq!(namespaces.len(), 2, "{namespaces:?}");
+    for ns in &namespaces {
+        assert_namespace_gone(ns);
+    }
+    assert_root_unchanged(&before);
+}
+
+#[test]
+fn rootless_normal_exit_leaves_nothing() {
+    require_rootless!();
+    run_and_check_cleanup("rootless-exit", None, true);
+}
+
+#[test]
+fn rootless_sigint_leaves_nothing() {
+    require_rootless!();
+    run_and_check_cleanup("rootless-sigint", Some(libc::SIGINT), true);
+}
+
+#[test]
+fn rootless_sigterm_leaves_nothing() {
+    require_rootless!();
+    run_and_check_cleanup("rootless-sigterm", Some(libc::SIGTERM), true);
+}
+
+#[test]
+fn rootless_sigkill_leaves_nothing() {
+    require_rootless!();
+    sigkill_and_check_cleanup(true);
 }

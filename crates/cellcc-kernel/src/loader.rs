@@ -16,6 +16,12 @@ use crate::system::{self, LoaderState, AVAILABLE};
 /// How long `unload` waits for the loader to exit.
 const UNLOAD_TIMEOUT: Duration = Duration::from_secs(10);
 const UNLOAD_POLL: Duration = Duration::from_millis(20);
+/// How long `unload` waits, after the names are gone, for the kernel to free the
+/// struct_ops maps (freeing waits for an RCU grace period); maps still there after it are
+/// held by connections.
+const MAP_FREE_GRACE: Duration = Duration::from_secs(2);
+/// `BPF_OBJ_NAME_LEN` − 1: the kernel keeps this many bytes of a map's name.
+const MAP_NAME_BYTES: usize = 15;
 
 /// Everything a running loader changed, undone in reverse order on drop (normal exit,
 /// signal, or an error half-way through loading).
@@ -202,7 +208,7 @@ pub(crate) fn unload() -> Result<()> {
         let still: Vec<&String> = st.names.iter().filter(|n| available.contains(n)).collect();
         let alive = system::loader_alive(st.pid);
         if still.is_empty() && !alive {
-            eprintln!("unloaded {} (loader {} exited)", st.names.join(" "), st.pid);
+            report_held_maps(&st);
             return Ok(());
         }
         if start.elapsed() > UNLOAD_TIMEOUT {
@@ -215,4 +221,49 @@ pub(crate) fn unload() -> Result<()> {
         }
         std::thread::sleep(UNLOAD_POLL);
     }
+}
+
+/// The struct_ops maps of `algos` that still exist, as (algorithm, map id).
+fn struct_ops_maps(algos: &[String]) -> Vec<(String, u32)> {
+    libbpf_rs::query::MapInfoIter::default()
+        .filter(|m| m.ty == libbpf_rs::MapType::StructOps)
+        .filter_map(|m| {
+            let name = m.name.to_string_lossy();
+            algos
+                .iter()
+                .find(|a| a.get(..MAP_NAME_BYTES).unwrap_or(a) == name)
+                .map(|a| (a.clone(), m.id))
+        })
+        .collect()
+}
+
+/// Says whether the kernel has freed the algorithms of the loader that just exited. A
+/// connection that selected an algorithm keeps its struct_ops map (and the algorithm's
+/// code) until it closes, although the name is unregistered at once: `unload` then says
+/// which maps are held rather than reporting a plain success.
+fn report_held_maps(st: &LoaderState) {
+    let start = Instant::now();
+    let held = loop {
+        let held = struct_ops_maps(&st.algos);
+        if held.is_empty() || start.elapsed() > MAP_FREE_GRACE {
+            break held;
+        }
+        std::thread::sleep(UNLOAD_POLL);
+    };
+    if held.is_empty() {
+        eprintln!("unloaded {} (loader {} exited)", st.names.join(" "), st.pid);
+        return;
+    }
+    let maps: Vec<String> = held
+        .iter()
+        .map(|(algo, id)| format!("{algo} (struct_ops map id {id})"))
+        .collect();
+    eprintln!(
+        "unregistered {} (loader {} exited), but open connections still hold {}: they keep \
+         running that code until they close (`ss -tin` lists them); new connections cannot \
+         select it",
+        st.names.join(" "),
+        st.pid,
+        maps.join(", ")
+    );
 }

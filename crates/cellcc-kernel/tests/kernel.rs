@@ -187,6 +187,50 @@ fn sigkill_of_the_loader_unregisters_and_unload_cleans_up() {
     );
 }
 
+/// A connection that selected an algorithm keeps its struct_ops map after `unload`:
+/// `unload` says so instead of reporting a plain success, and stops saying so once the
+/// connection has closed.
+#[test]
+fn unload_says_when_open_connections_still_hold_an_algorithm() {
+    let _guard = common::lock();
+    skip_unless_ready!();
+    let mut loader = Loader::start(&["c2tcp"]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket and a buffer of the given length.
+    let ret = unsafe {
+        libc::setsockopt(
+            client.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            C2TCP.as_ptr().cast(),
+            C2TCP.len() as libc::socklen_t,
+        )
+    };
+    assert_eq!(ret, 0, "{}", std::io::Error::last_os_error());
+
+    let out = run(&["unload"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(loader.wait_exit(), Some(0));
+    assert!(
+        err.contains("still hold c2tcp (struct_ops map id") && !err.starts_with("unloaded"),
+        "{err}"
+    );
+    assert!(!read_list(AVAILABLE).contains(&C2TCP.to_string()));
+
+    // Once the connection is gone, a new loader unloads cleanly.
+    drop(client);
+    drop(server);
+    let mut loader = Loader::start(&["c2tcp"]);
+    let out = run(&["unload"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.starts_with("unloaded"), "{err}");
+    assert_eq!(loader.wait_exit(), Some(0));
+}
+
 /// Resets and ACKs of one 3-s cellcc_c2tcp transfer over a 10 ms one-way delay line with
 /// a 10 Mbit/s tbf of `limit_bytes`, with alpha `alpha_x100`.
 fn resets_for(limit_bytes: u32, alpha_x100: u32) -> (u64, u64, Value) {
