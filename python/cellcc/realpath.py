@@ -85,7 +85,14 @@ def missing_requirements(*, bpf: bool) -> list[str]:
     if sys.platform != "linux":
         return [f"the real path needs Linux (this is {sys.platform})"]
     if os.geteuid() != 0:
-        reasons.append("the emulator needs root (network namespaces and TUN devices)")
+        if bpf:
+            reasons.append("loading BPF congestion controls needs root")
+        elif not _user_namespaces():
+            reasons.append(
+                "the emulator needs root, or unprivileged user namespaces for its rootless "
+                "mode (user.max_user_namespaces is 0 or kernel.unprivileged_userns_clone is "
+                "off; docs/emulator.md)"
+            )
     if not Path("/dev/net/tun").exists():
         reasons.append("/dev/net/tun is missing (no TUN support)")
     names = BINARIES if bpf else ("cellcc-emu", "cellcc-flow")
@@ -103,6 +110,18 @@ def missing_requirements(*, bpf: bool) -> list[str]:
         if check.returncode != 0:
             reasons.append((check.stderr or check.stdout).strip() or "cellcc-kernel check failed")
     return reasons
+
+
+def _user_namespaces() -> bool:
+    """Whether this kernel lets an ordinary user create user namespaces (the emulator's
+    rootless mode, docs/emulator.md)."""
+    for knob in ("user/max_user_namespaces", "kernel/unprivileged_userns_clone"):
+        try:
+            if int(Path("/proc/sys", knob).read_text().strip() or "0") == 0:
+                return False
+        except (OSError, ValueError):
+            continue  # a kernel without the knob does not restrict them this way
+    return True
 
 
 def available_congestion_controls() -> list[str]:
