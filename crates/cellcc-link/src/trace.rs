@@ -661,4 +661,29 @@ mod tests {
         assert_eq!(late_start.longest_outage, Dur::from_ms(3000));
         assert_eq!(late_start.max_gap, Dur::from_ms(1));
     }
+
+    #[test]
+    fn a_line_without_end_is_refused_after_the_line_limit() {
+        // An endless line (as /dev/zero or a huge file without newlines) is never read
+        // whole: the reader stops right after the limit.
+        let endless = std::io::repeat(b'1');
+        let err = Trace::parse(std::io::BufReader::new(endless), "t").unwrap_err();
+        assert!(matches!(err, TraceError::LineTooLong { line: 1, .. }), "{err}");
+        let long = format!("5\n{}\n", "0".repeat(MAX_TRACE_LINE_BYTES + 1));
+        let err = Trace::parse(long.as_bytes(), "t").unwrap_err();
+        assert!(matches!(err, TraceError::LineTooLong { line: 2, .. }), "{err}");
+        let leading_zeros = format!("{}7\n", "0".repeat(MAX_TRACE_LINE_BYTES - 1));
+        assert_eq!(
+            Trace::parse(leading_zeros.as_bytes(), "t").unwrap().timestamps_ms(),
+            &[7]
+        );
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        for path in ["/dev/zero", "/"] {
+            let err = Trace::from_file(path).unwrap_err();
+            assert!(matches!(err, TraceError::NotAFile { .. }), "{path}: {err}");
+        }
+    }
 }

@@ -30,7 +30,7 @@ create_exception!(
     cellcc._core,
     CellccError,
     PyException,
-    "Base class of every error raised by the native core."
+    "Base class of every error raised by the native core; raised as itself for an internal error (a panic of the core, caught at the binding)."
 );
 create_exception!(
     cellcc._core,

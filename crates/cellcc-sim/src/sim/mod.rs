@@ -463,7 +463,7 @@ impl<'s> Simulation<'s> {
             ack_log: sc.metrics.ack_log.then(Vec::new),
             link_series: Vec::new(),
             count: Conservation::default(),
-            bg: FlowMetrics::default(),
+            bg: FlowMetrics::without_series(),
             udp: Vec::new(),
             short: Vec::new(),
             short_flows: Vec::new(),
