@@ -668,13 +668,21 @@ mod tests {
         // whole: the reader stops right after the limit.
         let endless = std::io::repeat(b'1');
         let err = Trace::parse(std::io::BufReader::new(endless), "t").unwrap_err();
-        assert!(matches!(err, TraceError::LineTooLong { line: 1, .. }), "{err}");
+        assert!(
+            matches!(err, TraceError::LineTooLong { line: 1, .. }),
+            "{err}"
+        );
         let long = format!("5\n{}\n", "0".repeat(MAX_TRACE_LINE_BYTES + 1));
         let err = Trace::parse(long.as_bytes(), "t").unwrap_err();
-        assert!(matches!(err, TraceError::LineTooLong { line: 2, .. }), "{err}");
+        assert!(
+            matches!(err, TraceError::LineTooLong { line: 2, .. }),
+            "{err}"
+        );
         let leading_zeros = format!("{}7\n", "0".repeat(MAX_TRACE_LINE_BYTES - 1));
         assert_eq!(
-            Trace::parse(leading_zeros.as_bytes(), "t").unwrap().timestamps_ms(),
+            Trace::parse(leading_zeros.as_bytes(), "t")
+                .unwrap()
+                .timestamps_ms(),
             &[7]
         );
     }

@@ -210,7 +210,9 @@ fn different_seeds_give_different_loss_patterns() {
         duration_s: 10.0,
         seed,
     };
-    let outs: Vec<_> = (1..=3).map(|s| run(&load(&mk(s)).0)).collect();
+    let outs: Vec<_> = (1..=3)
+        .map(|s| run(&load(&mk(s)).0).expect("the scenario runs"))
+        .collect();
     let series: Vec<String> = outs
         .iter()
         .map(|o| serde_json::to_string(&o.timeseries.egress_mbps).unwrap())

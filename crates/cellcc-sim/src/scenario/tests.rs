@@ -165,7 +165,10 @@ fn a_trace_must_be_a_regular_file() {
             "duration_s = 1\n[downlink]\ntrace = \"{path}\"\n[[flows]]\nscheme = \"cubic\"\n"
         );
         let e = err(&text);
-        assert!(e.contains("downlink.trace: ") && e.contains("not a regular file"), "{e}");
+        assert!(
+            e.contains("downlink.trace: ") && e.contains("not a regular file"),
+            "{e}"
+        );
     }
 }
 
@@ -173,13 +176,17 @@ fn a_trace_must_be_a_regular_file() {
 fn a_hand_built_scenario_that_breaks_a_check_is_an_error_not_a_panic() {
     let mut sc = Scenario::parse(GOOD, "exp.toml", None).unwrap();
     sc.metrics.bin = Dur::ZERO;
-    let e = crate::Simulation::new(&sc).err().expect("a zero bin is refused");
+    let e = crate::Simulation::new(&sc)
+        .err()
+        .expect("a zero bin is refused");
     assert!(e.to_string().contains("metrics.bin_ms"), "{e}");
     let mut sc = Scenario::parse(GOOD, "exp.toml", None).unwrap();
     sc.downlink.service = LinkService::Constant {
         rate: Bandwidth::from_bps(0),
         framing_bytes: 0,
     };
-    let e = crate::Simulation::new(&sc).err().expect("a zero rate is refused");
+    let e = crate::Simulation::new(&sc)
+        .err()
+        .expect("a zero rate is refused");
     assert!(e.to_string().contains("downlink"), "{e}");
 }
