@@ -79,6 +79,7 @@ pub(super) fn in_range(
 
 /// A rate in Mbit/s within [`MIN_RATE_MBPS`]..=[`MAX_RATE_MBPS`].
 pub(super) fn rate(ctx: &Ctx, key: &str, mbps: f64) -> Result<Bandwidth, ScenarioError> {
+    super::positive(ctx, key, mbps)?;
     let mbps = in_range(ctx, key, mbps, MIN_RATE_MBPS, MAX_RATE_MBPS, " Mbit/s")?;
     let rate = Bandwidth::from_mbps(mbps);
     // In range, the rate is at least 1000 bit/s; asserted because it is divided by.

@@ -126,8 +126,8 @@ fn values_beyond_the_limits_are_refused_naming_their_key() {
         (format!("{GOOD}[tcp]\nts_granularity_ms = 1e-300\n"), "exp.toml: tcp.ts_granularity_ms: 1e-300 is below"),
         (format!("{GOOD}[tcp]\ndelack_ms = 1e300\n"), "exp.toml: tcp.delack_ms: 1e300 is above"),
         (format!("{GOOD}[tcp]\ninit_cwnd = 4000000000\n"), "exp.toml: tcp.init_cwnd: 4000000000 is above the limit 10000"),
-        (GOOD.replace("delay_ms = 10", "jitter = { dist = \"exponential\", mean_ms = 1e9 }"), "exp.toml: downlink.jitter.mean_ms: 1e9 is above"),
-        (GOOD.replace("delay_ms = 10", "outages = [{ start_s = 1e9, duration_s = 1 }]"), "exp.toml: downlink.outages[0].start_s: 1e9 is above"),
+        (GOOD.replace("delay_ms = 10", "jitter = { dist = \"exponential\", mean_ms = 1e9 }"), "exp.toml: downlink.jitter.mean_ms: 1000000000 is above"),
+        (GOOD.replace("delay_ms = 10", "outages = [{ start_s = 1e9, duration_s = 1 }]"), "exp.toml: downlink.outages[0].start_s: 1000000000 is above"),
     ];
     let wrong: Vec<String> = cases
         .iter()
