@@ -489,7 +489,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         b.source
             .validate()
             .map_err(|e| ctx.err(format!("{key}.source.{}", e.field), e.reason))?;
-        let expected = check_background(ctx, &key, &b.source, duration_s)?;
+        let expected = limits::background(ctx, &key, &b.source, duration_s)?;
         memory.tcp_flows += expected;
         if expected > most_short_flows && expected > flows.len() as f64 {
             most_short_flows = expected;
@@ -771,53 +771,6 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
         r.ts_granularity = g;
     }
     Ok((s, r))
-}
-
-/// Bounds of a background source's rate; returns the expected number of short TCP flows
-/// it starts before the end of the run (0 for UDP sources).
-fn check_background(
-    ctx: &Ctx,
-    key: &str,
-    source: &BackgroundSource,
-    duration_s: f64,
-) -> Result<f64, ScenarioError> {
-    let c = match source {
-        BackgroundSource::Cbr(c) => {
-            limits::rate(ctx, &format!("{key}.source.rate_mbps"), c.rate_mbps)?;
-            return Ok(0.0);
-        }
-        BackgroundSource::OnOff(c) => {
-            limits::rate(ctx, &format!("{key}.source.rate_mbps"), c.rate_mbps)?;
-            return Ok(0.0);
-        }
-        BackgroundSource::ShortFlows(c) => c,
-    };
-    // Validated above, so the inter-arrival distribution exists.
-    let gaps = c
-        .interarrival()
-        .map_err(|e| ctx.err(format!("{key}.source.{}", e.field), e.reason))?;
-    let rate = 1.0 / gaps.mean();
-    if !rate.is_finite() || rate > limits::MAX_SHORT_FLOW_RATE_PER_S {
-        let given = [
-            (c.rate_per_s.is_some(), "rate_per_s"),
-            (c.load.is_some(), "load"),
-            (c.interarrival_s.is_some(), "interarrival_s"),
-        ];
-        let name = given
-            .iter()
-            .find(|(present, _)| *present)
-            .map_or("rate_per_s", |(_, n)| *n);
-        return Err(ctx.err(
-            format!("{key}.source.{name}"),
-            format!(
-                "gives {} short flows per second, above the limit {} per second",
-                limits::show(rate.round()),
-                limits::MAX_SHORT_FLOW_RATE_PER_S
-            ),
-        ));
-    }
-    let stop = c.stop_s.unwrap_or(duration_s).min(duration_s);
-    Ok(rate * (stop - c.start_s).max(0.0))
 }
 
 pub mod limits;

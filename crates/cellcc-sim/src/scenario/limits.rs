@@ -10,6 +10,7 @@ use cellcc_link::{JitterConfig, ResolvedScheduling, MAX_TRACE_OPPORTUNITIES};
 use cellcc_units::{Bandwidth, Dur};
 
 use super::{Ctx, ScenarioError};
+use crate::traffic::BackgroundSource;
 
 /// Longest run: one week of simulated time (a day-long drive test with margin; the
 /// time series of a week at 500 ms bins still fits [`MAX_RUN_MEMORY_BYTES`]).
@@ -155,6 +156,53 @@ pub(super) fn scheduling(ctx: &Ctx, s: &ResolvedScheduling) -> Result<(), Scenar
         }
     }
     Ok(())
+}
+
+/// Bounds of a background source's rate; returns the expected number of short TCP flows
+/// it starts before the end of the run (0 for UDP sources).
+pub(super) fn background(
+    ctx: &Ctx,
+    key: &str,
+    source: &BackgroundSource,
+    duration_s: f64,
+) -> Result<f64, ScenarioError> {
+    let c = match source {
+        BackgroundSource::Cbr(c) => {
+            rate(ctx, &format!("{key}.source.rate_mbps"), c.rate_mbps)?;
+            return Ok(0.0);
+        }
+        BackgroundSource::OnOff(c) => {
+            rate(ctx, &format!("{key}.source.rate_mbps"), c.rate_mbps)?;
+            return Ok(0.0);
+        }
+        BackgroundSource::ShortFlows(c) => c,
+    };
+    // Validated above, so the inter-arrival distribution exists.
+    let gaps = c
+        .interarrival()
+        .map_err(|e| ctx.err(format!("{key}.source.{}", e.field), e.reason))?;
+    let rate = 1.0 / gaps.mean();
+    if !rate.is_finite() || rate > MAX_SHORT_FLOW_RATE_PER_S {
+        let given = [
+            (c.rate_per_s.is_some(), "rate_per_s"),
+            (c.load.is_some(), "load"),
+            (c.interarrival_s.is_some(), "interarrival_s"),
+        ];
+        let name = given
+            .iter()
+            .find(|(present, _)| *present)
+            .map_or("rate_per_s", |(_, n)| *n);
+        return Err(ctx.err(
+            format!("{key}.source.{name}"),
+            format!(
+                "gives {} short flows per second, above the limit {} per second",
+                show(rate.round()),
+                MAX_SHORT_FLOW_RATE_PER_S
+            ),
+        ));
+    }
+    let stop = c.stop_s.unwrap_or(duration_s).min(duration_s);
+    Ok(rate * (stop - c.start_s).max(0.0))
 }
 
 /// What a run will hold in memory until its end, estimated before it starts.
