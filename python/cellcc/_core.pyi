@@ -9,7 +9,11 @@ from typing import Any
 __version__: str
 
 class CellccError(Exception):
-    """Base class of every error raised by the native core."""
+    """Base class of every error raised by the native core.
+
+    Raised as itself for an internal error (a panic of the core, caught at the binding),
+    with a message naming the scenario or file at hand.
+    """
 
 class ScenarioError(CellccError):
     """A scenario is invalid; the message names the file, key path and expected value."""

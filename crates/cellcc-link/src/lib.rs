@@ -100,5 +100,6 @@ pub use release::ReleaseQueue;
 pub use service::{LinkConfigError, LinkService, MAHIMAHI_FRAMING_BYTES};
 pub use stage::{Delay, Released, Stage};
 pub use trace::{
-    Trace, TraceError, TraceMode, TraceStats, NOMINAL_PACKET_BYTES, OPPORTUNITY_BYTES,
+    Trace, TraceError, TraceMode, TraceStats, MAX_TRACE_LINE_BYTES, MAX_TRACE_OPPORTUNITIES,
+    NOMINAL_PACKET_BYTES, OPPORTUNITY_BYTES,
 };

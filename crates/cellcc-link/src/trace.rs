@@ -15,7 +15,7 @@
 //! 2. Timestamps are stored as `u32` milliseconds (traces up to about 49.7 days).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use cellcc_units::{Dur, Time, NS_PER_MS};
@@ -44,6 +44,13 @@ pub enum TraceMode {
 
 /// Longest part of an offending line quoted back in an error message.
 const MAX_QUOTED_CHARS: usize = 40;
+/// Longest line a trace may hold, in bytes: a `u32` timestamp has at most 10 digits, so
+/// this leaves room for leading zeros while a file without newlines is refused after 64
+/// bytes instead of being read whole into memory.
+pub const MAX_TRACE_LINE_BYTES: usize = 64;
+/// Most delivery opportunities one trace (after `scale`) may hold: 50 million lines,
+/// 200 MB of timestamps, about 100 times the longest public Mahimahi trace.
+pub const MAX_TRACE_OPPORTUNITIES: usize = 50_000_000;
 
 /// Why a trace could not be read. Every message names the file, the 1-based line where
 /// possible, and how to fix the problem.
@@ -130,6 +137,26 @@ pub enum TraceError {
         /// 1-based line number.
         line: u64,
     },
+    /// The path is not a regular file (a directory, a FIFO, a device such as `/dev/zero`).
+    #[error("{file}: not a regular file; a trace must be a regular file (not a directory, FIFO or device)")]
+    NotAFile {
+        /// The path as given.
+        file: String,
+    },
+    /// A line is longer than [`MAX_TRACE_LINE_BYTES`].
+    #[error("{file}:{line}: the line is longer than {MAX_TRACE_LINE_BYTES} bytes; a Mahimahi trace holds one whole number of milliseconds per line")]
+    LineTooLong {
+        /// The path as given, or the name a parsed trace was given.
+        file: String,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// The trace holds more than [`MAX_TRACE_OPPORTUNITIES`] lines.
+    #[error("{file}: more than {MAX_TRACE_OPPORTUNITIES} delivery opportunities (lines); shorten the trace")]
+    TooManyLines {
+        /// The path as given, or the name a parsed trace was given.
+        file: String,
+    },
 }
 
 /// A validated Mahimahi trace: non-empty, non-decreasing, last timestamp > 0.
@@ -203,6 +230,11 @@ impl<'a> Validator<'a> {
     }
 
     fn push(&mut self, value: u32) -> Result<(), TraceError> {
+        if self.timestamps.len() >= MAX_TRACE_OPPORTUNITIES {
+            return Err(TraceError::TooManyLines {
+                file: self.file.to_string(),
+            });
+        }
         self.line += 1;
         if let Some(&previous) = self.timestamps.last() {
             if value < previous {
@@ -283,14 +315,23 @@ fn parse_line(bytes: &[u8], file: &str, line: u64) -> Result<u32, TraceError> {
 
 impl Trace {
     /// Reads a trace file. Errors name the path as given; the trace is named after the
-    /// file name.
+    /// file name. Only regular files are read (a FIFO would block, a device never ends).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let file = File::open(path).map_err(|source| TraceError::Io {
+        let io = |source| TraceError::Io {
             file: shown.clone(),
             source,
-        })?;
+        };
+        // Checked before opening: opening a FIFO for reading blocks until a writer comes.
+        if !std::fs::metadata(path).map_err(io)?.is_file() {
+            return Err(TraceError::NotAFile { file: shown });
+        }
+        let file = File::open(path).map_err(io)?;
+        // Checked again on the open file, in case the path changed in between.
+        if !file.metadata().map_err(io)?.is_file() {
+            return Err(TraceError::NotAFile { file: shown });
+        }
         let mut trace = Self::parse(BufReader::new(file), &shown)?;
         if let Some(file_name) = path.file_name().and_then(|n| n.to_str()) {
             trace.name = file_name.to_string();
@@ -299,13 +340,17 @@ impl Trace {
     }
 
     /// Parses a trace from a reader, one line at a time; `name` labels the trace and its
-    /// error messages. The last line may omit its newline.
+    /// error messages. The last line may omit its newline. A line longer than
+    /// [`MAX_TRACE_LINE_BYTES`] is an error, found without reading the rest of it.
     pub fn parse(mut reader: impl BufRead, name: &str) -> Result<Trace, TraceError> {
         let mut validator = Validator::new(name);
         let mut buf = Vec::with_capacity(16);
+        // A line and its newline, plus one byte to tell a line that is too long.
+        let limit = (MAX_TRACE_LINE_BYTES + 2) as u64;
         loop {
             buf.clear();
-            let n = reader
+            let n = (&mut reader)
+                .take(limit)
                 .read_until(b'\n', &mut buf)
                 .map_err(|source| TraceError::Io {
                     file: name.to_string(),
@@ -317,6 +362,12 @@ impl Trace {
             if buf.last() == Some(&b'\n') {
                 buf.pop();
             }
+            if buf.len() > MAX_TRACE_LINE_BYTES {
+                return Err(TraceError::LineTooLong {
+                    file: name.to_string(),
+                    line: validator.line + 1,
+                });
+            }
             let value = parse_line(&buf, name, validator.line + 1)?;
             validator.push(value)?;
         }
@@ -327,7 +378,9 @@ impl Trace {
     /// numbers in errors are 1-based indices into `timestamps_ms`.
     pub fn from_timestamps(timestamps_ms: Vec<u32>, name: &str) -> Result<Trace, TraceError> {
         let mut validator = Validator::new(name);
-        validator.timestamps.reserve(timestamps_ms.len());
+        validator
+            .timestamps
+            .reserve(timestamps_ms.len().min(MAX_TRACE_OPPORTUNITIES));
         for value in timestamps_ms {
             validator.push(value)?;
         }
@@ -607,5 +660,38 @@ mod tests {
         let late_start = trace(&[3000, 3001]).stats();
         assert_eq!(late_start.longest_outage, Dur::from_ms(3000));
         assert_eq!(late_start.max_gap, Dur::from_ms(1));
+    }
+
+    #[test]
+    fn a_line_without_end_is_refused_after_the_line_limit() {
+        // An endless line (as /dev/zero or a huge file without newlines) is never read
+        // whole: the reader stops right after the limit.
+        let endless = std::io::repeat(b'1');
+        let err = Trace::parse(std::io::BufReader::new(endless), "t").unwrap_err();
+        assert!(
+            matches!(err, TraceError::LineTooLong { line: 1, .. }),
+            "{err}"
+        );
+        let long = format!("5\n{}\n", "0".repeat(MAX_TRACE_LINE_BYTES + 1));
+        let err = Trace::parse(long.as_bytes(), "t").unwrap_err();
+        assert!(
+            matches!(err, TraceError::LineTooLong { line: 2, .. }),
+            "{err}"
+        );
+        let leading_zeros = format!("{}7\n", "0".repeat(MAX_TRACE_LINE_BYTES - 1));
+        assert_eq!(
+            Trace::parse(leading_zeros.as_bytes(), "t")
+                .unwrap()
+                .timestamps_ms(),
+            &[7]
+        );
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        for path in ["/dev/zero", "/"] {
+            let err = Trace::from_file(path).unwrap_err();
+            assert!(matches!(err, TraceError::NotAFile { .. }), "{path}: {err}");
+        }
     }
 }

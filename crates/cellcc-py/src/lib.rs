@@ -31,7 +31,7 @@ create_exception!(
     cellcc._core,
     CellccError,
     PyException,
-    "Base class of every error raised by the native core."
+    "Base class of every error raised by the native core; raised as itself for an internal error (a panic of the core, caught at the binding)."
 );
 create_exception!(
     cellcc._core,
@@ -54,6 +54,23 @@ create_exception!(
 
 fn scenario_err(e: cellcc_sim::ScenarioError) -> PyErr {
     ScenarioError::new_err(e.to_string())
+}
+
+/// Run `f`, turning a panic (a bug in the core: user input is checked before it can
+/// reach one) into a `CellccError` naming `what`, the scenario or file at hand, instead
+/// of pyo3's `PanicException`, which is a `BaseException` and does not pickle.
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(CellccError::new_err(format!(
+            "{what}: internal error, please report it with this input: {}",
+            message.replace('\n', " ")
+        )))
+    })
 }
 
 fn to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
@@ -118,6 +135,7 @@ fn run_error(
         RunError::Cancelled => {
             interrupted.unwrap_or_else(|| PyKeyboardInterrupt::new_err("simulation cancelled"))
         }
+        RunError::Invalid(_) => ScenarioError::new_err(e.to_string()),
         RunError::Aborted | RunError::Control(_) => match slot.take() {
             Some(err) => err,
             None => {
@@ -132,6 +150,20 @@ fn run_error(
 #[pyfunction]
 #[pyo3(signature = (scenario, *, base_dir=None, source_name="<scenario>", seed=None, progress=None))]
 fn simulate(
+    py: Python<'_>,
+    scenario: &str,
+    base_dir: Option<&str>,
+    source_name: &str,
+    seed: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    guarded(source_name, || {
+        simulate_guarded(py, scenario, base_dir, source_name, seed, progress)
+    })
+}
+
+/// [`simulate`] inside its panic guard.
+fn simulate_guarded(
     py: Python<'_>,
     scenario: &str,
     base_dir: Option<&str>,
@@ -171,11 +203,12 @@ fn simulate(
             ready,
             agent: None,
         };
-        let mut sim = Simulation::with_external(&sc, Box::new(factory));
-        sim.abort_on(slot.flag.clone());
-        sim.run(&mut check)
+        Simulation::with_external(&sc, Box::new(factory)).and_then(|mut sim| {
+            sim.abort_on(slot.flag.clone());
+            sim.run(&mut check)
+        })
     } else {
-        py.detach(|| Simulation::new(&sc).run(&mut check))
+        py.detach(|| Simulation::new(&sc).and_then(|sim| sim.run(&mut check)))
     };
     let out = result.map_err(|e| run_error(py, e, &slot, interrupted.take()))?;
     output(py, &sc, out, started.elapsed().as_secs_f64())
@@ -251,30 +284,37 @@ fn validate_scenario(
     base_dir: Option<&str>,
     source_name: &str,
 ) -> PyResult<()> {
-    let sc = load(scenario, base_dir, source_name).map_err(scenario_err)?;
-    if has_external(&sc) {
-        let slot = Arc::new(pycc::ErrorSlot::default());
-        prepare_flows(py, &sc, source_name, &slot, None)?;
-    }
-    Ok(())
+    guarded(source_name, || {
+        let sc = load(scenario, base_dir, source_name).map_err(scenario_err)?;
+        if has_external(&sc) {
+            let slot = Arc::new(pycc::ErrorSlot::default());
+            prepare_flows(py, &sc, source_name, &slot, None)?;
+        }
+        Ok(())
+    })
 }
 
 /// Statistics of a Mahimahi trace.
 #[pyfunction]
 fn trace_info(py: Python<'_>, path: &str) -> PyResult<Py<PyAny>> {
-    let trace =
-        Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
-    let stats = trace.stats();
-    let value = serde_json::to_value(&stats).map_err(|e| CellccError::new_err(e.to_string()))?;
-    to_py(py, &value)
+    guarded(path, || {
+        let trace =
+            Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
+        let stats = trace.stats();
+        let value =
+            serde_json::to_value(&stats).map_err(|e| CellccError::new_err(e.to_string()))?;
+        to_py(py, &value)
+    })
 }
 
 /// Timestamps (ms) of a Mahimahi trace as little-endian `u32`s, one per line.
 #[pyfunction]
 fn trace_timestamps<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
-    let trace =
-        Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
-    Ok(PyBytes::new(py, &le_bytes(trace.timestamps_ms())))
+    guarded(path, || {
+        let trace =
+            Trace::from_file(Path::new(path)).map_err(|e| TraceError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &le_bytes(trace.timestamps_ms())))
+    })
 }
 
 /// A synthetic trace (`cellcc_link::synth`) from its configuration as JSON text: the
@@ -286,12 +326,14 @@ fn synth_trace<'py>(
     config_json: &str,
     seed: u64,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let config: SynthConfig =
-        serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let trace = py
-        .detach(|| synth::generate(&config, seed))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(PyBytes::new(py, &le_bytes(trace.timestamps_ms())))
+    guarded("synthetic trace", || {
+        let config: SynthConfig =
+            serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let trace = py
+            .detach(|| synth::generate(&config, seed))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &le_bytes(trace.timestamps_ms())))
+    })
 }
 
 fn le_bytes(timestamps: &[u32]) -> Vec<u8> {

@@ -13,7 +13,9 @@ use cellcc_units::Dur;
 
 use crate::pycc::{self, ErrorSlot};
 use crate::report::PyReport;
-use crate::{load, output, prepare_flows, run_error, scenario_err, CellccError, ScenarioError};
+use crate::{
+    guarded, load, output, prepare_flows, run_error, scenario_err, CellccError, ScenarioError,
+};
 
 /// One episode: `step()` runs to the agent flow's next interval boundary and returns its
 /// report (`None` at the end of the run); `decide(...)` sets the window and/or rate for
@@ -25,6 +27,8 @@ pub struct Stepper {
     /// Owned (from `Box::into_raw`), freed in `drop` after `sim`.
     scenario: *mut Scenario,
     slot: Arc<ErrorSlot>,
+    /// The scenario's name in errors (`source_name`).
+    source: String,
     agent: u32,
     started: Instant,
     awaiting: bool,
@@ -41,23 +45,9 @@ impl Drop for Stepper {
 }
 
 impl Stepper {
-    fn sim(&mut self) -> PyResult<&mut Simulation<'static>> {
-        self.sim
-            .as_mut()
-            .ok_or_else(|| CellccError::new_err("this episode is finished; reset the environment"))
-    }
-}
-
-#[pymethods]
-impl Stepper {
-    #[new]
-    #[pyo3(signature = (
-        scenario, *, base_dir=None, source_name="<scenario>", seed=None, agent_flow=0,
-        base="held", base_params="", interval_s=0.02, per_rtt=false, initial_cwnd=10,
-        initial_pacing_rate=None
-    ))]
+    /// [`Stepper::new`] inside its panic guard.
     #[allow(clippy::too_many_arguments)]
-    fn new(
+    fn create(
         py: Python<'_>,
         scenario: &str,
         base_dir: Option<&str>,
@@ -149,16 +139,72 @@ impl Stepper {
         let scenario = Box::into_raw(Box::new(sc));
         // SAFETY: the box is freed only in `Drop`, after the simulation borrowing it.
         let sc_ref: &'static Scenario = unsafe { &*scenario };
-        let mut sim = Simulation::with_external(sc_ref, Box::new(factory));
+        let mut sim = match Simulation::with_external(sc_ref, Box::new(factory)) {
+            Ok(sim) => sim,
+            Err(e) => {
+                // SAFETY: nothing borrows the scenario any more; it was boxed above.
+                drop(unsafe { Box::from_raw(scenario) });
+                return Err(ScenarioError::new_err(format!("{source_name}: {e}")));
+            }
+        };
         sim.abort_on(slot.flag.clone());
         Ok(Stepper {
             sim: Some(sim),
             scenario,
             slot,
+            source: source_name.to_owned(),
             agent: agent_flow,
             started: Instant::now(),
             awaiting: false,
             done: false,
+        })
+    }
+
+    fn sim(&mut self) -> PyResult<&mut Simulation<'static>> {
+        self.sim
+            .as_mut()
+            .ok_or_else(|| CellccError::new_err("this episode is finished; reset the environment"))
+    }
+}
+
+#[pymethods]
+impl Stepper {
+    #[new]
+    #[pyo3(signature = (
+        scenario, *, base_dir=None, source_name="<scenario>", seed=None, agent_flow=0,
+        base="held", base_params="", interval_s=0.02, per_rtt=false, initial_cwnd=10,
+        initial_pacing_rate=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        scenario: &str,
+        base_dir: Option<&str>,
+        source_name: &str,
+        seed: Option<u64>,
+        agent_flow: u32,
+        base: &str,
+        base_params: &str,
+        interval_s: f64,
+        per_rtt: bool,
+        initial_cwnd: u32,
+        initial_pacing_rate: Option<f64>,
+    ) -> PyResult<Self> {
+        guarded(source_name, || {
+            Self::create(
+                py,
+                scenario,
+                base_dir,
+                source_name,
+                seed,
+                agent_flow,
+                base,
+                base_params,
+                interval_s,
+                per_rtt,
+                initial_cwnd,
+                initial_pacing_rate,
+            )
         })
     }
 
@@ -178,8 +224,10 @@ impl Stepper {
             }
         };
         let slot = self.slot.clone();
-        let step = self.sim()?.step(&mut check);
+        let source = self.source.clone();
+        let step = guarded(&source, || Ok(self.sim()?.step(&mut check)));
         self.awaiting = false;
+        let step = step.inspect_err(|_| self.sim = None)?;
         match step {
             Ok(Step::Decide(r)) => {
                 debug_assert_eq!(r.flow, self.agent, "only the agent's flow has no policy");
@@ -235,7 +283,7 @@ impl Stepper {
             .sim
             .take()
             .ok_or_else(|| CellccError::new_err("finish() was already called"))?;
-        let out = sim.finish();
+        let out = guarded(&self.source, || Ok(sim.finish()))?;
         // SAFETY: see `Drop`; `sim` (the borrow) is gone.
         let sc = unsafe { &*self.scenario };
         output(py, sc, out, self.started.elapsed().as_secs_f64())

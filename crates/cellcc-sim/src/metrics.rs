@@ -2,7 +2,9 @@
 //!
 //! Everything here is O(1) memory per packet: delays go into HDR histograms (three
 //! significant digits) plus exact sums for means; time series accumulate into one slot
-//! per bin. Only the optional mm-link packet log grows with the run.
+//! per bin, so the time series grows with the run (one slot per flow per bin; its size
+//! is estimated and bounded when the scenario is loaded, `scenario::limits`), as does the
+//! optional mm-link packet log.
 
 use std::fmt::Write as _;
 
@@ -151,10 +153,28 @@ pub struct FlowMetrics {
     /// Retransmission timeouts.
     pub rtos: u64,
     bins: Vec<Bin>,
+    /// Whether the per-bin accumulators are kept (see [`FlowMetrics::without_series`]).
+    no_series: bool,
 }
 
 impl FlowMetrics {
+    /// Metrics whose time series nobody reads (background flows): every bin folds into
+    /// one scratch slot, so that a flow starting late in a long run does not allocate a
+    /// slot for every bin before it.
+    pub fn without_series() -> Self {
+        FlowMetrics {
+            no_series: true,
+            ..FlowMetrics::default()
+        }
+    }
+
     fn bin(&mut self, t: Time, bin: Dur) -> &mut Bin {
+        if self.no_series {
+            if self.bins.is_empty() {
+                self.bins.push(Bin::default());
+            }
+            return &mut self.bins[0];
+        }
         let i = (t.as_ns() / bin.as_ns()) as usize;
         if self.bins.len() <= i {
             self.bins.resize(i + 1, Bin::default());

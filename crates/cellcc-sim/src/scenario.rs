@@ -281,6 +281,9 @@ const SCENARIO_DEFAULT_UPLINK_MBPS: f64 = 1000.0;
 const DEFAULT_BIN_MS: f64 = 500.0;
 /// Largest MSS a 1504-byte Mahimahi opportunity can carry (1500-byte IP packet).
 const MAX_MSS: u32 = 1448;
+/// Largest initial window: 10 000 packets (Linux's default is 10; a larger one only
+/// fills memory with segments before the first ACK).
+const MAX_INIT_CWND: u32 = 10_000;
 
 struct Ctx<'a> {
     file: &'a str,
@@ -374,7 +377,26 @@ fn ms(v: f64) -> Dur {
 }
 
 fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
-    let duration = Dur::from_secs_f64(positive(ctx, "duration_s", raw.duration_s)?);
+    positive(ctx, "duration_s", raw.duration_s)?;
+    let duration_s = limits::in_range(
+        ctx,
+        "duration_s",
+        raw.duration_s,
+        1e-6,
+        limits::MAX_DURATION_S,
+        " s",
+    )?;
+    let duration = Dur::from_secs_f64(duration_s);
+    if raw.flows.len() > limits::MAX_FLOWS {
+        return Err(ctx.err(
+            "flows",
+            format!(
+                "{} flows is above the limit {}",
+                raw.flows.len(),
+                limits::MAX_FLOWS
+            ),
+        ));
+    }
     let seed = raw.seed.unwrap_or(1);
     let (downlink, cell) = build_radio(raw.downlink, raw.cell, seed, ctx)?;
     let uplink = match raw.uplink {
@@ -425,6 +447,14 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         "metrics.bin_ms",
         raw.metrics.bin_ms.unwrap_or(DEFAULT_BIN_MS),
     )?;
+    let bin_ms = limits::in_range(
+        ctx,
+        "metrics.bin_ms",
+        bin_ms,
+        limits::MIN_BIN_MS,
+        limits::MAX_DURATION_S * 1e3,
+        " ms",
+    )?;
     let metrics = MetricsConfig {
         bin: ms(bin_ms),
         packet_log: raw.metrics.packet_log.unwrap_or(false),
@@ -440,6 +470,13 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
             ),
         ));
     }
+    let bins = duration.as_ns().div_ceil(metrics.bin.as_ns());
+    let mut memory = limits::MemoryEstimate {
+        tcp_flows: flows.len() as f64,
+        flows_key: "flows".into(),
+        rows: bins as f64 * (flows.len() as f64 + 1.0),
+    };
+    let mut most_short_flows = 0.0;
     let mut background = Vec::with_capacity(raw.background.len());
     for (i, b) in raw.background.into_iter().enumerate() {
         let key = format!("background[{i}]");
@@ -452,6 +489,12 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
         b.source
             .validate()
             .map_err(|e| ctx.err(format!("{key}.source.{}", e.field), e.reason))?;
+        let expected = limits::background(ctx, &key, &b.source, duration_s)?;
+        memory.tcp_flows += expected;
+        if expected > most_short_flows && expected > flows.len() as f64 {
+            most_short_flows = expected;
+            memory.flows_key = format!("{key}.source");
+        }
         let is_tcp = matches!(b.source, BackgroundSource::ShortFlows(_));
         if !is_tcp && (b.scheme.is_some() || !b.params.is_empty()) {
             return Err(ctx.err(
@@ -471,6 +514,7 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
             params: b.params,
         });
     }
+    memory.check(ctx)?;
     if cell.is_some() && raw.metrics.packet_log == Some(true) {
         return Err(ctx.err(
             "metrics.packet_log",
@@ -480,17 +524,21 @@ fn build(raw: RawScenario, ctx: &Ctx) -> Result<Scenario, ScenarioError> {
     let wired = match raw.wired {
         None => None,
         Some(w) => {
-            let rate = positive(ctx, "wired.rate_mbps", w.rate_mbps)?;
+            let rate = limits::rate(ctx, "wired.rate_mbps", w.rate_mbps)?;
             check_queue(ctx, "wired.queue", &w.queue)?;
             Some(WiredConfig {
-                rate: Bandwidth::from_mbps(rate),
+                rate,
                 queue: w.queue,
             })
         }
     };
     let scheduling = match raw.scheduling {
         None => None,
-        Some(cfg) => Some(cfg.resolve().map_err(|e| param_err(ctx, "scheduling", e))?),
+        Some(cfg) => {
+            let resolved = cfg.resolve().map_err(|e| param_err(ctx, "scheduling", e))?;
+            limits::scheduling(ctx, &resolved)?;
+            Some(resolved)
+        }
     };
     let (sender, receiver) = build_tcp(raw.tcp, ctx)?;
     Ok(Scenario {
@@ -579,9 +627,55 @@ fn build_radio(
     }
     raw.rate_mbps = Some(CELL_PLACEHOLDER_MBPS);
     let mut link = build_link(raw, "downlink", seed, ctx)?;
+    for (i, ue) in cell.ues.iter().enumerate() {
+        if let Some(r) = ue.rate_mbps {
+            limits::rate(ctx, &format!("cell.ues[{i}].rate_mbps"), r)?;
+        }
+        if ue.offset_ms as f64 > limits::MAX_DURATION_S * 1e3 {
+            return Err(ctx.err(
+                format!("cell.ues[{i}].offset_ms"),
+                format!(
+                    "{} is above the limit {} ms",
+                    ue.offset_ms,
+                    limits::MAX_DURATION_S * 1e3
+                ),
+            ));
+        }
+    }
+    // UEs naming the same file share one copy of its trace; all the traces together
+    // stay within `MAX_SCENARIO_TRACE_OPPORTUNITIES`.
+    let mut loaded: Vec<(PathBuf, Arc<Trace>)> = Vec::new();
+    let mut opportunities = 0usize;
+    let mut too_many = None;
     let spec = cell
-        .to_spec(|_, path| Trace::from_file(resolve(path, ctx.base_dir)).map(Arc::new))
-        .map_err(|e| ctx.err(format!("cell.{}", e.field()), error_chain(&e)))?;
+        .to_spec(|i, path| {
+            let path = resolve(path, ctx.base_dir);
+            if let Some((_, t)) = loaded.iter().find(|(p, _)| *p == path) {
+                return Ok(t.clone());
+            }
+            let trace = Arc::new(Trace::from_file(&path)?);
+            opportunities += trace.timestamps_ms().len();
+            if opportunities > limits::MAX_SCENARIO_TRACE_OPPORTUNITIES {
+                too_many = Some(i);
+                // Stops the loading; replaced by the message below.
+                return Err(cellcc_link::TraceError::TooManyLines {
+                    file: path.display().to_string(),
+                });
+            }
+            loaded.push((path, trace.clone()));
+            Ok(trace)
+        })
+        .map_err(|e| match too_many {
+            Some(i) => ctx.err(
+                format!("cell.ues[{i}].trace"),
+                format!(
+                    "the cell's traces hold more than {} delivery opportunities together, \
+                     above the limit",
+                    limits::MAX_SCENARIO_TRACE_OPPORTUNITIES
+                ),
+            ),
+            None => ctx.err(format!("cell.{}", e.field()), error_chain(&e)),
+        })?;
     link.label = format!("cell of {} UEs ({:?})", spec.ues.len(), spec.scheduler);
     Ok((link, Some(spec)))
 }
@@ -639,6 +733,12 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
         if w == 0 {
             return Err(ctx.err("tcp.init_cwnd", "must be >= 1"));
         }
+        if w > MAX_INIT_CWND {
+            return Err(ctx.err(
+                "tcp.init_cwnd",
+                format!("{w} is above the limit {MAX_INIT_CWND} packets"),
+            ));
+        }
         s.init_cwnd = w;
     }
     if let Some(hz) = raw.hz {
@@ -654,22 +754,26 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
     s.tlp = raw.tlp.unwrap_or(s.tlp);
     s.slow_start_after_idle = raw.slow_start_after_idle.unwrap_or(s.slow_start_after_idle);
     if let Some(v) = raw.rto_min_ms {
-        s.rto_min = ms(positive(ctx, "tcp.rto_min_ms", v)?);
+        positive(ctx, "tcp.rto_min_ms", v)?;
+        s.rto_min = limits::delay_ms(ctx, "tcp.rto_min_ms", v, true)?;
     }
     if let Some(v) = raw.delack_ms {
-        r.delack_min = ms(positive(ctx, "tcp.delack_ms", v)?);
+        positive(ctx, "tcp.delack_ms", v)?;
+        r.delack_min = limits::delay_ms(ctx, "tcp.delack_ms", v, true)?;
     }
     if let Some(q) = raw.quickack {
         r.max_quickacks = q;
     }
     if let Some(v) = raw.ts_granularity_ms {
-        let g = ms(positive(ctx, "tcp.ts_granularity_ms", v)?);
+        positive(ctx, "tcp.ts_granularity_ms", v)?;
+        let g = limits::delay_ms(ctx, "tcp.ts_granularity_ms", v, true)?;
         s.ts_granularity = g;
         r.ts_granularity = g;
     }
     Ok((s, r))
 }
 
+pub mod limits;
 mod link;
 #[cfg(test)]
 mod tests;

@@ -140,7 +140,7 @@ proptest! {
     #[test]
     fn delivery_is_exactly_once_and_packets_are_conserved(spec in arb_spec()) {
         let (sc, _dir) = load(&spec);
-        let out = run(&sc);
+        let out = run(&sc).expect("the scenario runs");
         for (i, (_, _, bytes)) in spec.flows.iter().enumerate() {
             let row = &out.summary[i];
             prop_assert!(row.app_bytes <= *bytes, "flow {i} delivered {} > {bytes}", row.app_bytes);
@@ -157,8 +157,8 @@ proptest! {
     #[test]
     fn identical_seed_gives_identical_output(spec in arb_spec()) {
         let (sc, _dir) = load(&spec);
-        let a = run(&sc);
-        let b = run(&sc);
+        let a = run(&sc).expect("the scenario runs");
+        let b = run(&sc).expect("the scenario runs");
         prop_assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
         prop_assert_eq!(serde_json::to_string(&a.timeseries).unwrap(), serde_json::to_string(&b.timeseries).unwrap());
         prop_assert_eq!(a.events, b.events);
@@ -185,7 +185,7 @@ fn finite_flows_complete_without_loss() {
         seed: 3,
     };
     let (sc, _dir) = load(&spec);
-    let out = run(&sc);
+    let out = run(&sc).expect("the scenario runs");
     for (i, (_, _, bytes)) in spec.flows.iter().enumerate() {
         assert_eq!(out.summary[i].app_bytes, *bytes, "flow {i}");
         assert!(
@@ -210,7 +210,9 @@ fn different_seeds_give_different_loss_patterns() {
         duration_s: 10.0,
         seed,
     };
-    let outs: Vec<_> = (1..=3).map(|s| run(&load(&mk(s)).0)).collect();
+    let outs: Vec<_> = (1..=3)
+        .map(|s| run(&load(&mk(s)).0).expect("the scenario runs"))
+        .collect();
     let series: Vec<String> = outs
         .iter()
         .map(|o| serde_json::to_string(&o.timeseries.egress_mbps).unwrap())

@@ -258,7 +258,9 @@ fn a_one_ue_cell_on_a_trace_runs_exactly_like_the_link() {
     let cell = format!(
         "duration_s = 20\n[cell]\n[[cell.ues]]\ntrace = \"two.trace\"\nqueue = {{ kind = \"droptail\", packets = 100 }}\n[downlink]\n{tail}"
     );
-    let run_in = |text: &str| run(&Scenario::parse(text, "x.toml", Some(&dir)).unwrap());
+    let run_in = |text: &str| {
+        run(&Scenario::parse(text, "x.toml", Some(&dir)).unwrap()).expect("the scenario runs")
+    };
     let (a, b) = (run_in(&link), run_in(&cell));
     std::fs::remove_dir_all(&dir).unwrap();
     println!(

@@ -260,7 +260,7 @@ mod random {
             }
             let sc = cellcc_sim::Scenario::parse(&text, "prop.toml", None)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
-            let out = cellcc_sim::run(&sc);
+            let out = cellcc_sim::run(&sc).expect("the scenario runs");
             for (i, (_, up, _, bytes)) in flows.iter().enumerate() {
                 let r = row(&out, i as i64);
                 prop_assert_eq!(r.flow_direction, if *up { "up" } else { "down" });
@@ -272,7 +272,7 @@ mod random {
             let c = out.conservation;
             prop_assert_eq!(c.data_sent, c.data_delivered + c.data_dropped + c.data_in_network, "{:?}", c);
             prop_assert_eq!(c.acks_sent, c.acks_delivered + c.acks_dropped + c.acks_in_network, "{:?}", c);
-            let again = cellcc_sim::run(&sc);
+            let again = cellcc_sim::run(&sc).expect("the scenario runs");
             prop_assert_eq!(
                 serde_json::to_string(&out.summary).unwrap(),
                 serde_json::to_string(&again.summary).unwrap()

@@ -55,7 +55,7 @@ pub use steps::{ConstantConfig, Segment, StepDirection, StepsConfig};
 
 use serde::Deserialize;
 
-use crate::{Trace, OPPORTUNITY_BYTES};
+use crate::{Trace, MAX_TRACE_OPPORTUNITIES, OPPORTUNITY_BYTES};
 use cellcc_units::NS_PER_MS;
 
 /// Longest trace generated, s (one hour; an hour of 1 Gbit/s is 300 M lines).
@@ -130,6 +130,8 @@ pub(crate) struct Opportunities {
     /// Capacity not yet turned into an opportunity, < `unit` between calls.
     carry: u64,
     timestamps: Vec<u32>,
+    /// More than [`MAX_TRACE_OPPORTUNITIES`] were offered: the rest was not kept.
+    too_many: bool,
 }
 
 impl Opportunities {
@@ -138,6 +140,7 @@ impl Opportunities {
             unit,
             carry: 0,
             timestamps: Vec::new(),
+            too_many: false,
         }
     }
 
@@ -146,18 +149,35 @@ impl Opportunities {
         self.carry += amount;
         let whole = self.carry / self.unit;
         self.carry -= whole * self.unit;
+        // Stop keeping opportunities beyond the limit (`finish` refuses the trace), so
+        // that a fast link over a long duration cannot exhaust memory.
+        let room = MAX_TRACE_OPPORTUNITIES.saturating_sub(self.timestamps.len());
+        if whole > room as u64 {
+            self.too_many = true;
+            return;
+        }
         self.timestamps
             .extend(std::iter::repeat_n(timestamp_ms, whole as usize));
     }
 
     /// The trace, with one opportunity added at `end_ms` when the last millisecond has
-    /// none (the last line is the loop period).
-    pub(crate) fn finish(mut self, end_ms: u32, name: &str) -> Trace {
+    /// none (the last line is the loop period); an error naming `duration_s` when it
+    /// would hold more than [`MAX_TRACE_OPPORTUNITIES`].
+    pub(crate) fn finish(mut self, end_ms: u32, name: &str) -> Result<Trace, SynthError> {
+        if self.too_many || self.timestamps.len() >= MAX_TRACE_OPPORTUNITIES {
+            return Err(invalid(
+                "duration_s",
+                format!(
+                    "the trace would hold more than {MAX_TRACE_OPPORTUNITIES} delivery \
+                     opportunities; shorten duration_s or lower the rate"
+                ),
+            ));
+        }
         if self.timestamps.last() != Some(&end_ms) {
             self.timestamps.push(end_ms);
         }
-        Trace::from_timestamps(self.timestamps, name)
-            .expect("timestamps are non-decreasing and end at end_ms ≥ 1")
+        Ok(Trace::from_timestamps(self.timestamps, name)
+            .expect("timestamps are non-decreasing, end at end_ms ≥ 1 and fit the limit"))
     }
 }
 
@@ -165,8 +185,8 @@ impl Opportunities {
 pub fn generate(config: &SynthConfig, seed: u64) -> Result<Trace, SynthError> {
     let name = format!("synth-{}-seed{seed}", config.model());
     match config {
-        SynthConfig::Steps(c) => Ok(steps::trace_from_segments(&c.segments()?, &name)),
-        SynthConfig::Constant(c) => Ok(steps::trace_from_segments(&c.segments()?, &name)),
+        SynthConfig::Steps(c) => steps::trace_from_segments(&c.segments()?, &name),
+        SynthConfig::Constant(c) => steps::trace_from_segments(&c.segments()?, &name),
         SynthConfig::Mobility(c) => {
             let prepared = c.prepare()?;
             let (ttis, tti_ns, end_ms, share_ppm) = (
@@ -185,7 +205,7 @@ pub fn generate(config: &SynthConfig, seed: u64) -> Result<Trace, SynthError> {
                     .min(u64::from(end_ms));
                 out.add(ms as u32, sample.tb_bits * share_ppm);
             }
-            Ok(out.finish(end_ms, &name))
+            out.finish(end_ms, &name)
         }
     }
 }

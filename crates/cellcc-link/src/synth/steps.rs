@@ -216,7 +216,7 @@ impl ConstantConfig {
 /// for every whole 1504 bytes. The carry runs across segments, so the trace holds
 /// `⌊total bits / 12032⌋` opportunities, plus one at the end when the last millisecond
 /// has none (the last line sets the loop period).
-pub(crate) fn trace_from_segments(segments: &[Segment], name: &str) -> Trace {
+pub(crate) fn trace_from_segments(segments: &[Segment], name: &str) -> Result<Trace, SynthError> {
     let end = segments.last().map_or(0, |s| s.end_ms);
     let mut out = Opportunities::new(UNITS_PER_OPPORTUNITY);
     for segment in segments {
@@ -306,7 +306,8 @@ mod tests {
                 rate_bps: 1_000_000,
             }],
             "t",
-        );
+        )
+        .unwrap();
         let ts = trace.timestamps_ms();
         // 83 opportunities plus the end-of-trace line at 1000 ms.
         assert_eq!(ts.len(), 84);
@@ -321,8 +322,21 @@ mod tests {
                 rate_bps: 0,
             }],
             "z",
-        );
+        )
+        .unwrap();
         assert_eq!(zero.timestamps_ms(), &[500]);
+        // 100 Gbit/s for an hour would be 3·10^10 opportunities: refused, and the
+        // opportunities beyond the limit are never stored.
+        let err = trace_from_segments(
+            &[Segment {
+                start_ms: 0,
+                end_ms: 3_600_000,
+                rate_bps: 100_000_000_000,
+            }],
+            "huge",
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "duration_s");
     }
 
     #[test]

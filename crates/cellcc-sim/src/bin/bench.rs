@@ -79,6 +79,15 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// Run a scenario to the end; an error (only a scenario the loader would refuse) ends
+/// the benchmark.
+fn run_or_exit(sc: &Scenario) -> cellcc_sim::SimOutput {
+    cellcc_sim::run(sc).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    })
+}
+
 fn main() {
     let mut args = std::env::args().skip(1).peekable();
     if args.peek().map(String::as_str) == Some("--per-ack") {
@@ -152,7 +161,7 @@ fn main() {
         for run in 0..runs {
             let c0 = thread_cpu_secs();
             let t0 = Instant::now();
-            let out = cellcc_sim::run(&sc);
+            let out = run_or_exit(&sc);
             let wall = t0.elapsed().as_secs_f64();
             let cpu = thread_cpu_secs() - c0;
             let speed = sc.duration.as_secs_f64() / wall;
@@ -282,10 +291,10 @@ mod per_ack {
         let mut mbps = 0.0;
         // One untimed run first: the first touch of the code and allocator is not the
         // algorithm's cost, and the reference (measured first) would otherwise pay it.
-        cellcc_sim::run(&sc);
+        super::run_or_exit(&sc);
         for run in 0..runs {
             let c0 = thread_cpu_ns();
-            let out = cellcc_sim::run(&sc);
+            let out = super::run_or_exit(&sc);
             let ns = (thread_cpu_ns() - c0) as f64;
             let n = out.conservation.acks_delivered;
             // The simulator is deterministic: every run of a scenario processes the same ACKs.

@@ -2,13 +2,24 @@
 //! synthetic model or a constant rate, with its queue, loss, outages, jitter and HARQ.
 
 use super::*;
+use cellcc_link::MAX_TRACE_OPPORTUNITIES;
 
 /// `trace` with every opportunity repeated `k` times (capacity × k, same timing).
 fn scaled(trace: &Trace, k: u32) -> Result<Trace, String> {
     if k == 0 {
         return Err("must be a whole number >= 1".into());
     }
+    if k > limits::MAX_SCALE {
+        return Err(format!("{k} is above the limit {}", limits::MAX_SCALE));
+    }
     let stamps = trace.timestamps_ms();
+    let lines = stamps.len().saturating_mul(k as usize);
+    if lines > MAX_TRACE_OPPORTUNITIES {
+        return Err(format!(
+            "{k} gives {lines} delivery opportunities, above the limit \
+             {MAX_TRACE_OPPORTUNITIES} per trace; use a smaller scale"
+        ));
+    }
     let mut out = Vec::with_capacity(stamps.len().saturating_mul(k as usize));
     for &t in stamps {
         out.extend(std::iter::repeat_n(t, k as usize));
@@ -94,21 +105,18 @@ pub(super) fn build_link(
             if raw.mode.is_some() {
                 return Err(ctx.err(format!("{key}.mode"), "`mode` applies to trace links only"));
             }
-            let r = positive(ctx, &format!("{key}.rate_mbps"), r)?;
+            let rate = limits::rate(ctx, &format!("{key}.rate_mbps"), r)?;
             (
                 LinkService::Constant {
-                    rate: Bandwidth::from_mbps(r),
+                    rate,
                     framing_bytes: 0,
                 },
                 format!("{r} Mbit/s"),
             )
         }
     };
-    let delay = ms(non_negative(
-        ctx,
-        &format!("{key}.delay_ms"),
-        raw.delay_ms.unwrap_or(0.0),
-    )?);
+    let delay_ms = non_negative(ctx, &format!("{key}.delay_ms"), raw.delay_ms.unwrap_or(0.0))?;
+    let delay = limits::delay_ms(ctx, &format!("{key}.delay_ms"), delay_ms, false)?;
     let loss = raw.loss.unwrap_or_default();
     if let LossConfig::Bernoulli { p } = loss {
         if !(0.0..1.0).contains(&p) {
@@ -120,15 +128,31 @@ pub(super) fn build_link(
     }
     loss.validate()
         .map_err(|e| param_err(ctx, &format!("{key}.loss"), e))?;
+    for (i, o) in raw.outages.iter().enumerate() {
+        for (name, v) in [("start_s", o.start_s), ("duration_s", o.duration_s)] {
+            if v.is_finite() && v > limits::MAX_DURATION_S {
+                return Err(ctx.err(
+                    format!("{key}.outages[{i}].{name}"),
+                    format!(
+                        "{} is above the limit {} s",
+                        limits::show(v),
+                        limits::MAX_DURATION_S
+                    ),
+                ));
+            }
+        }
+    }
     // Outage errors name their entry (`outages[1].start_s`) already.
     let outages = Outages::from_config(&raw.outages).map_err(|e| param_err(ctx, key, e))?;
     if let Some(j) = &raw.jitter {
         j.validate()
             .map_err(|e| param_err(ctx, &format!("{key}.jitter"), e))?;
+        limits::jitter(ctx, &format!("{key}.jitter"), j)?;
     }
     if let Some(h) = &raw.harq {
         h.validate()
             .map_err(|e| param_err(ctx, &format!("{key}.harq"), e))?;
+        limits::delay_ms(ctx, &format!("{key}.harq.rtt_ms"), h.rtt_ms, true)?;
     }
     let queue = raw.queue.unwrap_or_default();
     check_queue(ctx, &format!("{key}.queue"), &queue)?;

@@ -96,3 +96,97 @@ fn scale_repeats_every_opportunity_of_a_trace() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The reproductions of issue 14 (hostile input) and the other bounds of
+/// `docs/scenarios.md` ("Limits"): each is refused at load time, naming its key.
+#[test]
+fn values_beyond_the_limits_are_refused_naming_their_key() {
+    let flow = "[[flows]]\nscheme = \"cubic\"\n";
+    let sched = "[scheduling]\npreset = \"lte-fdd-sr10\"\n";
+    let cases: Vec<(String, &str)> = vec![
+        (format!("{GOOD}[metrics]\nbin_ms = 1e-300\n"), "exp.toml: metrics.bin_ms: 1e-300 is below the limit 0.001 ms"),
+        (format!("{GOOD}[metrics]\nbin_ms = 1e-6\n"), "exp.toml: metrics.bin_ms: 1e-6 is below"),
+        (GOOD.replace("rate_mbps = 12", "rate_mbps = 1e-7"), "exp.toml: downlink.rate_mbps: 1e-7 is below the limit 0.001 Mbit/s"),
+        (format!("{GOOD}[uplink]\nrate_mbps = 4e-7\n"), "exp.toml: uplink.rate_mbps: 4e-7 is below"),
+        (format!("{GOOD}[wired]\nrate_mbps = 1e-7\n"), "exp.toml: wired.rate_mbps: 1e-7 is below"),
+        (GOOD.replace("rate_mbps = 12", "rate_mbps = 1e12"), "exp.toml: downlink.rate_mbps: 1000000000000 is above"),
+        (GOOD.replace("duration_s = 10", "duration_s = 1e7"), "exp.toml: duration_s: 10000000 is above the limit 604800 s"),
+        (GOOD.replace("duration_s = 10", "duration_s = 1e308"), "exp.toml: duration_s: 1e308 is above"),
+        (GOOD.replace("delay_ms = 10", "delay_ms = 1e300"), "exp.toml: downlink.delay_ms: 1e300 is above the limit 60000 ms"),
+        (format!("{GOOD}{sched}grant_delay_ms = 4294967296\n"), "exp.toml: scheduling.grant_delay_ms: 4294967296 is above the limit 60000 ms"),
+        (format!("{GOOD}{sched}sr_period_ms = 1e-6\n"), "exp.toml: scheduling.sr_period_ms: 1e-6 is below the limit 0.0625 ms"),
+        (format!("{GOOD}{sched}tti_ms = 0.001\n"), "exp.toml: scheduling.tti_ms: "),
+        (format!("duration_s = 1\n[cell]\ntti_ms = 0.001\n[[cell.ues]]\nrate_mbps = 10\n{flow}"), "exp.toml: cell.tti_ms: "),
+        (format!("duration_s = 1\n[cell]\n[[cell.ues]]\nrate_mbps = 1e-7\n{flow}"), "exp.toml: cell.ues[0].rate_mbps: 1e-7 is below"),
+        (format!("duration_s = 1\n[downlink]\nrate_mbps = 10\n{}", flow.repeat(1001)), "exp.toml: flows: 1001 flows is above the limit 1000"),
+        (format!("{GOOD}[[background]]\nsource = {{ kind = \"short_flows\", rate_per_s = 1e9, size = {{ kind = \"constant\", value = 1000 }} }}\n"), "exp.toml: background[0].source.rate_per_s: gives 1000000000 short flows per second, above the limit 1000"),
+        (format!("{GOOD}[[background]]\nsource = {{ kind = \"short_flows\", rate_per_s = 900, size = {{ kind = \"constant\", value = 1000 }} }}\n"), "exp.toml: background[0].source: the run would need about"),
+        (format!("{GOOD}[[background]]\nsource = {{ kind = \"cbr\", rate_mbps = 1e-7 }}\n"), "exp.toml: background[0].source.rate_mbps: "),
+        (GOOD.replace("duration_s = 10", "duration_s = 604800").replace("delay_ms = 10", "[metrics]\nbin_ms = 1"), "exp.toml: metrics.bin_ms: the run would need about"),
+        (format!("{GOOD}[tcp]\nts_granularity_ms = 1e-300\n"), "exp.toml: tcp.ts_granularity_ms: 1e-300 is below"),
+        (format!("{GOOD}[tcp]\ndelack_ms = 1e300\n"), "exp.toml: tcp.delack_ms: 1e300 is above"),
+        (format!("{GOOD}[tcp]\ninit_cwnd = 4000000000\n"), "exp.toml: tcp.init_cwnd: 4000000000 is above the limit 10000"),
+        (GOOD.replace("delay_ms = 10", "jitter = { dist = \"exponential\", mean_ms = 1e9 }"), "exp.toml: downlink.jitter.mean_ms: 1000000000 is above"),
+        (GOOD.replace("delay_ms = 10", "outages = [{ start_s = 1e9, duration_s = 1 }]"), "exp.toml: downlink.outages[0].start_s: 1000000000 is above"),
+    ];
+    let wrong: Vec<String> = cases
+        .iter()
+        .map(|(text, want)| (err(text), want))
+        .filter(|(got, want)| !got.starts_with(*want))
+        .map(|(got, want)| format!("\n got: {got}\nwant: {want}…"))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.concat());
+}
+
+#[test]
+fn scale_is_bounded_before_the_trace_is_copied() {
+    let dir = std::env::temp_dir().join(format!("cellcc-scale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.down"), "10\n20\n30\n").unwrap();
+    let text = |k: u64| {
+        format!("duration_s = 1\n[downlink]\ntrace = \"t.down\"\nscale = {k}\n[[flows]]\nscheme = \"cubic\"\n")
+    };
+    let parse = |k| Scenario::parse(&text(k), "exp.toml", Some(&dir));
+    for k in [101, 1000, 4_294_967_295] {
+        let e = parse(k).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("exp.toml: downlink.scale: {k} is above the limit 100")
+        );
+    }
+    assert!(parse(100).is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_trace_must_be_a_regular_file() {
+    for path in ["/dev/zero", "."] {
+        let text = format!(
+            "duration_s = 1\n[downlink]\ntrace = \"{path}\"\n[[flows]]\nscheme = \"cubic\"\n"
+        );
+        let e = err(&text);
+        assert!(
+            e.contains("downlink.trace: ") && e.contains("not a regular file"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_hand_built_scenario_that_breaks_a_check_is_an_error_not_a_panic() {
+    let mut sc = Scenario::parse(GOOD, "exp.toml", None).unwrap();
+    sc.metrics.bin = Dur::ZERO;
+    let e = crate::Simulation::new(&sc)
+        .err()
+        .expect("a zero bin is refused");
+    assert!(e.to_string().contains("metrics.bin_ms"), "{e}");
+    let mut sc = Scenario::parse(GOOD, "exp.toml", None).unwrap();
+    sc.downlink.service = LinkService::Constant {
+        rate: Bandwidth::from_bps(0),
+        framing_bytes: 0,
+    };
+    let e = crate::Simulation::new(&sc)
+        .err()
+        .expect("a zero rate is refused");
+    assert!(e.to_string().contains("downlink"), "{e}");
+}

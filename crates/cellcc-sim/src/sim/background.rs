@@ -25,7 +25,8 @@ impl Simulation<'_> {
             Origin::Udp(k),
             App::Bulk,
         ));
-        self.metrics.push(FlowMetrics::default());
+        // Background flows have no time-series rows.
+        self.metrics.push(FlowMetrics::without_series());
         let idx = self.udp.len() as u32;
         let first = src.next_send();
         self.udp.push((src, flow));
@@ -100,7 +101,8 @@ impl Simulation<'_> {
             origin,
             app,
         ));
-        self.metrics.push(FlowMetrics::default());
+        // Background flows have no time-series rows.
+        self.metrics.push(FlowMetrics::without_series());
         self.start_or_fail(i);
     }
 }

@@ -32,7 +32,9 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use cellcc_link::{Cell, Delay, Harq, Jitter, Link, LinkService, LossModel};
+use cellcc_link::{
+    Cell, Delay, DownlinkGate, Harq, Jitter, Link, LinkService, LossModel, UplinkGrant,
+};
 use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
@@ -226,13 +228,19 @@ fn ending_in_delay<T: Send + 'static>(mut stages: Vec<BoxedStage<T>>, delay: Dur
     Chain::new(stages)
 }
 
+/// A part of a scenario that cannot be built, as a [`RunError::Invalid`] naming it.
+/// [`Scenario::parse`] refuses every such scenario; one built by hand may still be.
+fn invalid(what: &str, e: impl std::fmt::Display) -> RunError {
+    RunError::Invalid(format!("{what}: {e}"))
+}
+
 /// A direction's radio link: its service and queue, with its outages; `queue_seed`
 /// feeds a randomised queue discipline (PIE).
-fn radio_link<T>(cfg: &LinkConfig, queue_seed: u64) -> Link<T> {
+fn radio_link<T>(cfg: &LinkConfig, queue_seed: u64, what: &str) -> Result<Link<T>, RunError> {
     let mut link = Link::try_with_seed(cfg.service.clone(), cfg.queue.clone(), queue_seed)
-        .expect("link and queue parameters are validated by Scenario::parse");
+        .map_err(|e| invalid(what, e))?;
     link.set_outages(cfg.outages.clone());
-    link
+    Ok(link)
 }
 
 /// The seed of a queue's own random stream.
@@ -249,10 +257,8 @@ fn queue_seed(sc: &Scenario, downlink: bool, ue: u32, wired: bool) -> u64 {
     .next_u64()
 }
 
-fn build_loss(cfg: &LinkConfig) -> LossModel {
-    cfg.loss
-        .build()
-        .expect("loss parameters are validated by Scenario::parse")
+fn build_loss(cfg: &LinkConfig, what: &str) -> Result<LossModel, RunError> {
+    cfg.loss.build().map_err(|e| invalid(what, e))
 }
 
 /// HARQ retransmission delay, then jitter, after a direction's radio link.
@@ -262,18 +268,20 @@ fn radio_impairments<T: Send + 'static>(
     downlink: bool,
     ue: u32,
     stages: &mut Vec<BoxedStage<T>>,
-) {
+) -> Result<(), RunError> {
     let stream = |kind| rng::stream(sc.seed, Stream::Stage { downlink, ue, kind });
+    let dir = if downlink { "downlink" } else { "uplink" };
     if let Some(h) = &cfg.harq {
         let harq = Harq::new(*h, stream(StageKind::Harq))
-            .expect("HARQ parameters are validated by Scenario::parse");
+            .map_err(|e| invalid(&format!("{dir}.harq"), e))?;
         stages.push(Box::new(harq));
     }
     if let Some(j) = &cfg.jitter {
         let jitter = Jitter::new(*j, stream(StageKind::Jitter))
-            .expect("jitter parameters are validated by Scenario::parse");
+            .map_err(|e| invalid(&format!("{dir}.jitter"), e))?;
         stages.push(Box::new(jitter));
     }
+    Ok(())
 }
 
 /// A simulation in progress.
@@ -341,7 +349,12 @@ fn give_back<T>(slot: &mut Vec<T>, list: Vec<T>) {
 
 impl<'s> Simulation<'s> {
     /// A simulation of `sc` at time zero, with every flow's start and source scheduled.
-    pub fn new(sc: &'s Scenario) -> Self {
+    /// A scenario that [`Scenario::parse`] would refuse (one built by hand) may be a
+    /// [`RunError::Invalid`].
+    pub fn new(sc: &'s Scenario) -> Result<Self, RunError> {
+        if sc.metrics.bin.is_zero() {
+            return Err(invalid("metrics.bin_ms", "the bin width is 0 ns"));
+        }
         let end = Time::ZERO + sc.duration;
         let log = sc.metrics.packet_log.then(|| {
             let (opps, bytes) = match &sc.downlink.service {
@@ -361,29 +374,51 @@ impl<'s> Simulation<'s> {
                 w.queue.clone(),
                 queue_seed(sc, true, 0, true),
             )
-            .expect("wired link parameters are validated by Scenario::parse");
+            .map_err(|e| invalid("wired", e))?;
             down_pre.push(Box::new(link));
         }
         let down_post = (0..ues)
             .map(|u| {
                 let mut stages: Vec<BoxedStage<Carried<_>>> = Vec::new();
                 if let Some(s) = &sc.scheduling {
-                    stages.push(Box::new(s.downlink_gate()));
+                    let gate =
+                        DownlinkGate::new(&s.downlink).map_err(|e| invalid("scheduling", e))?;
+                    stages.push(Box::new(gate));
                 }
-                radio_impairments(sc, &sc.downlink, true, u, &mut stages);
-                Chain::new(stages)
+                radio_impairments(sc, &sc.downlink, true, u, &mut stages)?;
+                Ok(Chain::new(stages))
             })
-            .collect();
+            .collect::<Result<_, RunError>>()?;
         let up_post = (0..ues)
             .map(|u| {
                 let mut stages: Vec<BoxedStage<Carried<_>>> = Vec::new();
                 if let Some(s) = &sc.scheduling {
-                    stages.push(Box::new(s.uplink_gate()));
+                    let gate = UplinkGrant::new(&s.uplink).map_err(|e| invalid("scheduling", e))?;
+                    stages.push(Box::new(gate));
                 }
-                radio_impairments(sc, &sc.uplink, false, u, &mut stages);
-                ending_in_delay(stages, sc.uplink.delay)
+                radio_impairments(sc, &sc.uplink, false, u, &mut stages)?;
+                Ok(ending_in_delay(stages, sc.uplink.delay))
             })
-            .collect();
+            .collect::<Result<_, RunError>>()?;
+        let radio = match &sc.cell {
+            None => RadioLink::Link(Box::new(radio_link(
+                &sc.downlink,
+                queue_seed(sc, true, 0, false),
+                "downlink",
+            )?)),
+            Some(spec) => RadioLink::Cell(Box::new(
+                Cell::try_with_seed(spec.clone(), queue_seed(sc, true, 0, false))
+                    .map_err(|e| invalid("cell", e))?,
+            )),
+        };
+        let up_radio = (0..ues)
+            .map(|u| {
+                Ok(UpRadio {
+                    link: radio_link(&sc.uplink, queue_seed(sc, false, u, false), "uplink")?,
+                    timer: None,
+                })
+            })
+            .collect::<Result<_, RunError>>()?;
         let mut sim = Simulation {
             sc,
             now: Time::ZERO,
@@ -403,31 +438,17 @@ impl<'s> Simulation<'s> {
                 .collect(),
             metrics: vec![FlowMetrics::default(); sc.flows.len()],
             all: FlowMetrics::default(),
-            down_loss: build_loss(&sc.downlink),
+            down_loss: build_loss(&sc.downlink, "downlink.loss")?,
             down_rng: rng::stream(sc.seed, Stream::DownlinkLoss),
-            up_loss: build_loss(&sc.uplink),
+            up_loss: build_loss(&sc.uplink, "uplink.loss")?,
             up_rng: rng::stream(sc.seed, Stream::UplinkLoss),
             down_pre: ending_in_delay(down_pre, sc.downlink.delay),
             radio: Radio {
-                link: match &sc.cell {
-                    None => RadioLink::Link(Box::new(radio_link(
-                        &sc.downlink,
-                        queue_seed(sc, true, 0, false),
-                    ))),
-                    Some(spec) => RadioLink::Cell(Box::new(
-                        Cell::try_with_seed(spec.clone(), queue_seed(sc, true, 0, false))
-                            .expect("cell parameters are validated by Scenario::parse"),
-                    )),
-                },
+                link: radio,
                 timer: None,
             },
             down_post,
-            up_radio: (0..ues)
-                .map(|u| UpRadio {
-                    link: radio_link(&sc.uplink, queue_seed(sc, false, u, false)),
-                    timer: None,
-                })
-                .collect(),
+            up_radio,
             up_post,
             down_framing: match &sc.cell {
                 None => vec![sc.downlink.service.framing_bytes()],
@@ -442,7 +463,7 @@ impl<'s> Simulation<'s> {
             ack_log: sc.metrics.ack_log.then(Vec::new),
             link_series: Vec::new(),
             count: Conservation::default(),
-            bg: FlowMetrics::default(),
+            bg: FlowMetrics::without_series(),
             udp: Vec::new(),
             short: Vec::new(),
             short_flows: Vec::new(),
@@ -456,18 +477,20 @@ impl<'s> Simulation<'s> {
         }
         for (k, b) in sc.background.iter().enumerate() {
             let rng = rng::stream(sc.seed, Stream::Background(k as u32));
+            let bad = |e: crate::traffic::TrafficConfigError| {
+                invalid(&format!("background[{k}].source.{}", e.field), e.reason)
+            };
             match &b.source {
                 BackgroundSource::Cbr(c) => {
-                    let src = UdpSource::cbr(c).expect("validated by Scenario::parse");
+                    let src = UdpSource::cbr(c).map_err(bad)?;
                     sim.add_udp(k, b.ue, src);
                 }
                 BackgroundSource::OnOff(c) => {
-                    let src = UdpSource::on_off(c, rng).expect("validated by Scenario::parse");
+                    let src = UdpSource::on_off(c, rng).map_err(bad)?;
                     sim.add_udp(k, b.ue, src);
                 }
                 BackgroundSource::ShortFlows(c) => {
-                    let mut arrivals =
-                        ShortFlowArrivals::new(c, rng).expect("validated by Scenario::parse");
+                    let mut arrivals = ShortFlowArrivals::new(c, rng).map_err(bad)?;
                     let first = arrivals.next_flow();
                     let idx = sim.short.len() as u32;
                     if let Some(f) = &first {
@@ -478,7 +501,7 @@ impl<'s> Simulation<'s> {
             }
         }
         sim.push(Time::ZERO + sc.metrics.bin, Event::Sample);
-        sim
+        Ok(sim)
     }
 
     fn push(&mut self, t: Time, ev: Event) {
@@ -674,9 +697,13 @@ impl<'s> Simulation<'s> {
                 }
             }
         } else {
-            // Scheme and parameters were validated when the scenario was loaded.
-            schemes::build(scheme, params, seed)
-                .expect("scheme parameters are validated by Scenario::parse")
+            // Scheme and parameters were validated when the scenario was loaded; a
+            // scenario built by hand may still name a bad one.
+            schemes::build(scheme, params, seed).map_err(|e| ControlError {
+                flow: i,
+                t_s: self.now.as_secs_f64(),
+                message: format!("{}: {}", e.key, e.message),
+            })?
         };
         // Schemes that compute at the receiver (Sprout) hand it their agent.
         let agent = cc.receiver_agent();
@@ -774,8 +801,6 @@ impl<'s> Simulation<'s> {
 }
 
 /// Run a scenario of built-in schemes to completion.
-pub fn run(sc: &Scenario) -> SimOutput {
-    Simulation::new(sc)
-        .run(&mut |_| true)
-        .expect("a run of built-in schemes without a cancelling callback completes")
+pub fn run(sc: &Scenario) -> Result<SimOutput, RunError> {
+    Simulation::new(sc)?.run(&mut |_| true)
 }

@@ -26,6 +26,10 @@ pub enum RunError {
     /// decided something that cannot be applied.
     #[error(transparent)]
     Control(#[from] ControlError),
+    /// A part of the scenario cannot be built (only a scenario made without
+    /// [`Scenario::parse`], which checks every part, can be).
+    #[error("invalid scenario: {0}")]
+    Invalid(String),
 }
 
 impl From<Cancelled> for RunError {
@@ -50,10 +54,13 @@ pub enum Step {
 impl<'s> Simulation<'s> {
     /// A simulation whose external schemes (`module:Name`, [`crate::control`]) are built
     /// by `external`.
-    pub fn with_external(sc: &'s Scenario, external: Box<dyn ExternalSchemes>) -> Self {
-        let mut sim = Simulation::new(sc);
+    pub fn with_external(
+        sc: &'s Scenario,
+        external: Box<dyn ExternalSchemes>,
+    ) -> Result<Self, RunError> {
+        let mut sim = Simulation::new(sc)?;
         sim.external = Some(external);
-        sim
+        Ok(sim)
     }
 
     /// Stop the run as soon as `flag` is raised (checked after every event); the run

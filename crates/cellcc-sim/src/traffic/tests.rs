@@ -282,7 +282,7 @@ fn scenario_spellings_parse() {
     let text = r#"
         [cell]
         scheduler = "pf"            # "rr" | "pf" (default) | "max-throughput"
-        tti_ms = 1.0                # 1 (LTE, default) or 0.5 (NR at 30 kHz); 0.001..=1000
+        tti_ms = 1.0                # 1 (LTE, default) or 0.5 (NR at 30 kHz); 0.0625..=1000
         pf_tc_ttis = 100            # PF averaging time constant t_c, TTIs (>= 1)
 
         [[cell.ues]]                # UE 0: the phone under test

@@ -43,7 +43,7 @@ pub(crate) fn same_results(label: &str, a: &SimOutput, b: &SimOutput) {
 /// Parse `text` (named `name` in errors) and run it; panics with the loader's message.
 pub(crate) fn simulate(name: &str, text: &str) -> SimOutput {
     let sc = Scenario::parse(text, name, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let out = run(&sc);
+    let out = run(&sc).expect("the scenario runs");
     write_plot(name, &out);
     out
 }
