@@ -6,6 +6,7 @@
 //! run with explicit key paths. Every error names the file, the key path (or line) and
 //! what was expected.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -579,8 +580,19 @@ fn build_radio(
     }
     raw.rate_mbps = Some(CELL_PLACEHOLDER_MBPS);
     let mut link = build_link(raw, "downlink", seed, ctx)?;
+    // One parsed trace per file, shared by every UE that names it: a cell of many UEs on
+    // one trace parses it once.
+    let mut parsed: HashMap<PathBuf, Arc<Trace>> = HashMap::new();
     let spec = cell
-        .to_spec(|_, path| Trace::from_file(resolve(path, ctx.base_dir)).map(Arc::new))
+        .to_spec(|_, path| {
+            let path = resolve(path, ctx.base_dir);
+            if let Some(trace) = parsed.get(&path) {
+                return Ok(Arc::clone(trace));
+            }
+            let trace = Arc::new(Trace::from_file(&path)?);
+            parsed.insert(path, Arc::clone(&trace));
+            Ok(trace)
+        })
         .map_err(|e| ctx.err(format!("cell.{}", e.field()), error_chain(&e)))?;
     link.label = format!("cell of {} UEs ({:?})", spec.ues.len(), spec.scheduler);
     Ok((link, Some(spec)))
