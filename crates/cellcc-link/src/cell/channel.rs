@@ -15,7 +15,8 @@
 //!
 //! The cell reads a trace channel through a forward-only [`Cursor`] (TTIs are asked for
 //! in non-decreasing order): a busy cell steps from one opportunity to the next, a jump
-//! over idle time is a binary search. Constant channels are pure arithmetic.
+//! over idle time is a binary search. A constant channel's cursor keeps `bytes_in(k·tti)` as
+//! the quotient and remainder of `k·rate·tti / 8·10⁹`, so the next TTI is an addition.
 
 use std::sync::Arc;
 

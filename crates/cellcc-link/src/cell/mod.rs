@@ -63,6 +63,15 @@
 //! 6. TTIs in which nobody can be served are skipped in one step: O(1) for a run of
 //!    them (PF's decay `(1 − 1/t_c)^n` is at most 64 multiplications), so an idle cell
 //!    costs nothing per TTI.
+//!
+//! Cost. Each backlogged UE's next useful TTI (the first from now on in which its
+//! channel carries a byte) is kept in a sorted set, updated only when the UE becomes
+//! backlogged or idle or that TTI passes: the next decision is the set's first entry and
+//! its candidates are the entries of that TTI, in UE order, so a decision costs
+//! O(log UEs) plus the candidates themselves (the scheduler must compare them). PF's
+//! average update `R̄_u ← (1 − 1/t_c)·R̄_u` touches every UE each TTI, one vectorised
+//! multiplication each: a lazily decayed average would round differently and change
+//! decisions.
 
 mod channel;
 mod config;
