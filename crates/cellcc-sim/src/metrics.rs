@@ -1,8 +1,9 @@
 //! Streaming metrics (definitions in `docs/metrics.md`).
 //!
-//! Everything here is O(1) memory per packet: delays go into HDR histograms (three
-//! significant digits) plus exact sums for means; time series accumulate into one slot
-//! per bin. Only the optional mm-link packet log grows with the run.
+//! Everything here is bounded memory per flow: delays go into HDR histograms (three
+//! significant digits; a flow's first 4096 samples are kept as a list, which gives the
+//! same quantiles) plus exact sums for means; time series accumulate into one slot per
+//! bin. Only the optional mm-link packet log grows with the run.
 
 use std::fmt::Write as _;
 

@@ -492,7 +492,7 @@ fn ready_set_agrees_with_a_scan_of_every_ue_on_random_cells() {
         let mut accepted = 0u64;
         for id in 0..3000u32 {
             let long_gap = below(50) == 0;
-            now = now + Dur::from_us(below(if long_gap { 200_000 } else { 400 }));
+            now += Dur::from_us(below(if long_gap { 200_000 } else { 400 }));
             let ue = below(n_ues as u64) as usize;
             let ip_len = 40 + below(1460) as u32;
             if c.enqueue(now, ue, id, ip_len) == EnqueueResult::Accepted {
@@ -500,7 +500,7 @@ fn ready_set_agrees_with_a_scan_of_every_ue_on_random_cells() {
             }
             let _ = c.next_wakeup();
             if below(8) == 0 {
-                now = now + Dur::from_us(below(5_000));
+                now += Dur::from_us(below(5_000));
                 c.advance(now);
             }
         }
