@@ -327,18 +327,38 @@ impl ForecastTables {
     /// are monotone in each operand), so a binary search over `[floor, max]` finds
     /// `max(floor, answer)` exactly. The forecast asks horizon h + 1 with the floor set to
     /// horizon h's answer, which it would take as the minimum anyway (§3.3: cumulative
-    /// deliveries do not decrease with the horizon), and so evaluates fewer CDFs.
+    /// deliveries do not decrease with the horizon), and so evaluates fewer CDFs;
+    /// `hint` (the previous tick's answer for this horizon) is tested first.
     pub(super) fn lower_quantile(
         &self,
         support: &[(usize, f64)],
         h: usize,
         quantile: f64,
         floor: u32,
+        hint: Option<u32>,
     ) -> u32 {
         let table = &self.cdf[h - 1];
         let cdf_at = |c: u32| -> f64 { support.iter().map(|&(i, v)| v * table[i].at(c)).sum() };
         let (mut lo, mut hi) = (floor.min(self.max_count), self.max_count);
-        if cdf_at(hi) < quantile {
+        // `hint`, last tick's answer, is usually the answer again or close: the answer is
+        // the smallest c in [lo, hi] whose CDF reaches the quantile (a monotone test), so
+        // testing the hint and the count below it either settles it or halves the range
+        // to search, with the same result as a search of the whole range.
+        let mut known_reached = false;
+        if let Some(c) = hint.map(|c| c.clamp(lo, hi)) {
+            if cdf_at(c) >= quantile {
+                if c == lo || cdf_at(c - 1) < quantile {
+                    return c;
+                }
+                hi = c - 1;
+                known_reached = true;
+            } else if c == hi {
+                return hi;
+            } else {
+                lo = c + 1;
+            }
+        }
+        if !known_reached && cdf_at(hi) < quantile {
             return hi;
         }
         while lo < hi {

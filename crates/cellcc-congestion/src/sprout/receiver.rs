@@ -124,11 +124,13 @@ impl SproutReceiver {
         // least the one before (passed as the search's floor: the same figures, fewer
         // evaluations of the mixture CDF).
         let mut floor = 0;
+        let last = self.cached.map(|(_, last)| last);
         for (h, v) in f.iter_mut().enumerate().take(self.forecast_ticks) {
+            let hint = last.map(|last| last[h]);
             *v = self
                 .model
                 .1
-                .lower_quantile(&self.support, h + 1, self.quantile, floor);
+                .lower_quantile(&self.support, h + 1, self.quantile, floor, hint);
             floor = *v;
         }
         self.cached = Some((start, f));

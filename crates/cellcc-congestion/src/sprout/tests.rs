@@ -88,22 +88,22 @@ fn one_tick_forecast_is_the_poisson_quantile() {
     p[255] = 1.0;
     let mut support = Vec::new();
     ForecastTables::support(&p, &mut support);
-    assert_eq!(tables.lower_quantile(&support, 1, 0.05, 0), 13);
+    assert_eq!(tables.lower_quantile(&support, 1, 0.05, 0, None), 13);
     // The median of one tick is 20 (P(X ≤ 19) = 0.470, P(X ≤ 20) = 0.559).
-    assert_eq!(tables.lower_quantile(&support, 1, 0.5, 0), 20);
+    assert_eq!(tables.lower_quantile(&support, 1, 0.5, 0, None), 20);
     // Later ticks add Brownian uncertainty: eight ticks forecast well below 8 × 20.
-    let c8 = tables.lower_quantile(&support, 8, 0.05, 0);
+    let c8 = tables.lower_quantile(&support, 8, 0.05, 0, None);
     assert!((100..150).contains(&c8), "C(8) = {c8}");
     // The outage point forecasts nothing.
     let mut z = vec![0.0; 256];
     z[0] = 1.0;
     ForecastTables::support(&z, &mut support);
-    assert_eq!(tables.lower_quantile(&support, 8, 0.05, 0), 0);
+    assert_eq!(tables.lower_quantile(&support, 8, 0.05, 0, None), 0);
 }
 
-/// Searching horizon h + 1 from horizon h's answer gives exactly what a full search per
-/// horizon followed by the running maximum gives (the forecast before the floor was
-/// passed), on random distributions, sharp and spread.
+/// Searching horizon h + 1 from horizon h's answer, with or without a hint, gives exactly
+/// what a full search per horizon followed by the running maximum gives (the forecast
+/// before the floor and hint were passed), on random distributions, sharp and spread.
 #[test]
 fn floored_forecast_equals_per_horizon_search_then_running_max() {
     let cfg = SproutConfig::default();
@@ -128,15 +128,24 @@ fn floored_forecast_equals_per_horizon_search_then_running_max() {
         for quantile in [0.05, 0.5, 0.95] {
             let mut reference = [0u32; 8];
             for (h, v) in reference.iter_mut().enumerate() {
-                *v = tables.lower_quantile(&support, h + 1, quantile, 0);
+                *v = tables.lower_quantile(&support, h + 1, quantile, 0, None);
             }
             for h in 1..8 {
                 reference[h] = reference[h].max(reference[h - 1]);
             }
-            let mut floor = 0;
-            for (h, &want) in reference.iter().enumerate() {
-                floor = tables.lower_quantile(&support, h + 1, quantile, floor);
-                assert_eq!(floor, want, "round {round} q {quantile} h {}", h + 1);
+            // Hints: none, exact, near, far, beyond the range.
+            for hint_shift in [None, Some(0i64), Some(-1), Some(2), Some(-40), Some(1000)] {
+                let mut floor = 0;
+                for (h, &want) in reference.iter().enumerate() {
+                    let hint = hint_shift.map(|d| (i64::from(want) + d).max(0) as u32);
+                    floor = tables.lower_quantile(&support, h + 1, quantile, floor, hint);
+                    assert_eq!(
+                        floor,
+                        want,
+                        "round {round} q {quantile} h {} hint {hint:?}",
+                        h + 1
+                    );
+                }
             }
         }
     }
