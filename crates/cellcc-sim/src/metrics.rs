@@ -1,9 +1,10 @@
 //! Streaming metrics (definitions in `docs/metrics.md`).
 //!
-//! Everything here is O(1) memory per packet: delays go into HDR histograms (three
-//! significant digits) plus exact sums for means; time series accumulate into one slot
-//! per bin, so the time series grows with the run (one slot per flow per bin; its size
-//! is estimated and bounded when the scenario is loaded, `scenario::limits`), as does the
+//! Everything here is bounded memory per flow: delays go into HDR histograms (three
+//! significant digits; a flow's first 4096 samples are kept as a list, which gives the
+//! same quantiles) plus exact sums for means; time series accumulate into one slot per
+//! bin, so the time series grows with the run (one slot per flow per bin; its size is
+//! estimated and bounded when the scenario is loaded, `scenario::limits`), as does the
 //! optional mm-link packet log.
 
 use std::fmt::Write as _;
@@ -19,19 +20,45 @@ const HIST_SIGFIG: u8 = 3;
 const RFC3550_GAIN: f64 = 1.0 / 16.0;
 
 /// Delay distribution: histogram for quantiles plus exact count/sum for the mean.
+///
+/// A flow with few samples keeps them in a list and builds no histogram: a full-range
+/// histogram is ~180 KiB, three per flow, which a run of a thousand flows or cell UEs
+/// would otherwise spend most of its time zeroing and merging. Past
+/// [`SPARSE_SAMPLES`] the list moves into the histogram. Quantiles from the list are the
+/// histogram's own (the same sample at the same rank, mapped to the same bucket bound),
+/// so the two forms give identical figures.
 #[derive(Clone)]
 pub struct DelayStats {
-    hist: Histogram<u64>,
+    /// The histogram, once more than [`SPARSE_SAMPLES`] samples have arrived.
+    hist: Option<Box<Histogram<u64>>>,
+    /// Samples (µs, clamped) while there is no histogram.
+    sparse: Vec<u64>,
     sum_ns: u128,
     count: u64,
     min_ns: u64,
 }
 
+/// Samples kept as a list before a flow's delays move into a histogram.
+const SPARSE_SAMPLES: usize = 4096;
+
+/// An empty histogram with the metrics' bounds.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG)
+        .expect("static histogram bounds are valid")
+}
+
+/// The bucket layout every histogram shares, for mapping listed samples to bucket bounds
+/// (bucket boundaries depend only on the bounds and significant digits).
+fn layout() -> &'static Histogram<u64> {
+    static LAYOUT: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+    LAYOUT.get_or_init(new_histogram)
+}
+
 impl Default for DelayStats {
     fn default() -> Self {
         DelayStats {
-            hist: Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG)
-                .expect("static histogram bounds are valid"),
+            hist: None,
+            sparse: Vec::new(),
             sum_ns: 0,
             count: 0,
             min_ns: u64::MAX,
@@ -42,20 +69,50 @@ impl Default for DelayStats {
 impl DelayStats {
     /// Adds one sample (clamped into 1 µs..1 h for the histogram; sum and minimum exact).
     pub fn record(&mut self, d: Dur) {
-        let us = d.as_us().clamp(1, HIST_MAX_US);
-        // Cannot fail: the value is clamped into the histogram's range.
-        self.hist.record(us).expect("value clamped into range");
+        self.record_us(d.as_us().clamp(1, HIST_MAX_US));
         self.sum_ns += d.as_ns() as u128;
         self.count += 1;
         self.min_ns = self.min_ns.min(d.as_ns());
     }
+
+    /// Adds a clamped sample to the histogram or the list.
+    fn record_us(&mut self, us: u64) {
+        match &mut self.hist {
+            // Cannot fail: the value is clamped into the histogram's range.
+            Some(h) => h.record(us).expect("value clamped into range"),
+            None => {
+                self.sparse.push(us);
+                if self.sparse.len() > SPARSE_SAMPLES {
+                    self.histogram();
+                }
+            }
+        }
+    }
+
+    /// The histogram, built from the list if there is none yet.
+    fn histogram(&mut self) -> &mut Histogram<u64> {
+        let sparse = &mut self.sparse;
+        self.hist.get_or_insert_with(|| {
+            let mut h = new_histogram();
+            for us in sparse.drain(..) {
+                h.record(us).expect("value clamped into range");
+            }
+            Box::new(h)
+        })
+    }
+
     /// Adds `other`'s samples, as if each had been recorded here too (histogram counts,
     /// sum, count and minimum all combine exactly).
     pub fn merge(&mut self, other: &DelayStats) {
-        // Cannot fail: both histograms have the same bounds.
-        self.hist
-            .add(&other.hist)
-            .expect("histograms with equal bounds add");
+        for &us in &other.sparse {
+            self.record_us(us);
+        }
+        if let Some(h) = &other.hist {
+            // Cannot fail: both histograms have the same bounds.
+            self.histogram()
+                .add(&**h)
+                .expect("histograms with equal bounds add");
+        }
         self.sum_ns += other.sum_ns;
         self.count += other.count;
         self.min_ns = self.min_ns.min(other.min_ns);
@@ -70,7 +127,27 @@ impl DelayStats {
     }
     /// Quantile `q` in ms (nearest-rank on the histogram), `None` without samples.
     pub fn quantile_ms(&self, q: f64) -> Option<f64> {
-        (self.count > 0).then(|| self.hist.value_at_quantile(q) as f64 / 1e3)
+        (self.count > 0).then(|| self.value_at_quantile(q) as f64 / 1e3)
+    }
+    /// `Histogram::value_at_quantile` over the samples, histogram or list: the sample of
+    /// rank `max(1, ⌈q·n⌉)` (q capped at 1), reported as the top of its bucket (the
+    /// bottom for q = 0).
+    fn value_at_quantile(&self, q: f64) -> u64 {
+        if let Some(h) = &self.hist {
+            return h.value_at_quantile(q);
+        }
+        let q = if q > 1.0 { 1.0 } else { q };
+        let mut sorted = self.sparse.clone();
+        sorted.sort_unstable();
+        let rank = ((q * sorted.len() as f64).ceil() as u64).max(1) as usize;
+        let Some(&us) = sorted.get(rank - 1) else {
+            return 0;
+        };
+        if q == 0.0 {
+            layout().lowest_equivalent(us)
+        } else {
+            layout().highest_equivalent(us)
+        }
     }
     /// Smallest sample in ms (exact), `None` without samples.
     pub fn min_ms(&self) -> Option<f64> {
@@ -85,13 +162,38 @@ impl DelayStats {
             return None;
         }
         let mean_us = self.sum_ns as f64 / self.count as f64 / 1e3;
-        let total_us: f64 = self
-            .hist
-            .iter_recorded()
-            .map(|v| {
-                let value_us = self.hist.median_equivalent(v.value_iterated_to()) as f64;
-                (value_us - mean_us).abs() * v.count_at_value() as f64
-            })
+        // (bucket median, samples) in ascending order, from the histogram or the list
+        // alike, so that both forms sum the same terms in the same order.
+        let buckets: Vec<(u64, u64)> = match &self.hist {
+            Some(h) => h
+                .iter_recorded()
+                .map(|v| {
+                    (
+                        h.median_equivalent(v.value_iterated_to()),
+                        v.count_at_value(),
+                    )
+                })
+                .collect(),
+            None => {
+                let mut medians: Vec<u64> = self
+                    .sparse
+                    .iter()
+                    .map(|&us| layout().median_equivalent(us))
+                    .collect();
+                medians.sort_unstable();
+                let mut grouped: Vec<(u64, u64)> = Vec::new();
+                for us in medians {
+                    match grouped.last_mut() {
+                        Some((value, n)) if *value == us => *n += 1,
+                        _ => grouped.push((us, 1)),
+                    }
+                }
+                grouped
+            }
+        };
+        let total_us: f64 = buckets
+            .iter()
+            .map(|&(value_us, n)| (value_us as f64 - mean_us).abs() * n as f64)
             .sum();
         Some(total_us / self.count as f64 / 1e3)
     }
@@ -684,5 +786,51 @@ mod tests {
             body,
             ["0 + 1504", "1 # 1504", "1 - 1504 0", "2 # 1504", "5 # 1504"]
         );
+    }
+
+    /// The sample list and the histogram give the same quantiles, alone and merged.
+    #[test]
+    fn listed_samples_and_the_histogram_agree() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [
+            1usize,
+            2,
+            3,
+            10,
+            999,
+            SPARSE_SAMPLES,
+            SPARSE_SAMPLES + 1,
+            9000,
+        ] {
+            let mut listed = DelayStats::default();
+            let mut full = DelayStats::default();
+            full.histogram();
+            for _ in 0..n {
+                let d = Dur::from_ns(next() % (1 << (10 + next() % 30)));
+                listed.record(d);
+                full.record(d);
+            }
+            let mut merged = DelayStats::default();
+            merged.merge(&listed);
+            merged.merge(&full);
+            let mut merged_full = DelayStats::default();
+            merged_full.histogram();
+            merged_full.merge(&full);
+            merged_full.merge(&full);
+            for q in [0.0, 0.001, 0.05, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0, 1.5] {
+                assert_eq!(listed.quantile_ms(q), full.quantile_ms(q), "n {n} q {q}");
+                assert_eq!(
+                    merged.quantile_ms(q),
+                    merged_full.quantile_ms(q),
+                    "n {n} q {q}"
+                );
+            }
+        }
     }
 }

@@ -6,6 +6,7 @@
 //! run with explicit key paths. Every error names the file, the key path (or line) and
 //! what was expected.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -644,14 +645,14 @@ fn build_radio(
     }
     // UEs naming the same file share one copy of its trace; all the traces together
     // stay within `MAX_SCENARIO_TRACE_OPPORTUNITIES`.
-    let mut loaded: Vec<(PathBuf, Arc<Trace>)> = Vec::new();
+    let mut loaded: HashMap<PathBuf, Arc<Trace>> = HashMap::new();
     let mut opportunities = 0usize;
     let mut too_many = None;
     let spec = cell
         .to_spec(|i, path| {
             let path = resolve(path, ctx.base_dir);
-            if let Some((_, t)) = loaded.iter().find(|(p, _)| *p == path) {
-                return Ok(t.clone());
+            if let Some(trace) = loaded.get(&path) {
+                return Ok(Arc::clone(trace));
             }
             let trace = Arc::new(Trace::from_file(&path)?);
             opportunities += trace.timestamps_ms().len();
@@ -662,7 +663,7 @@ fn build_radio(
                     file: path.display().to_string(),
                 });
             }
-            loaded.push((path, trace.clone()));
+            loaded.insert(path, Arc::clone(&trace));
             Ok(trace)
         })
         .map_err(|e| match too_many {

@@ -58,13 +58,16 @@ pub(crate) struct Grid {
     pub tau: f64,
     /// `ln_fact[k]` = ln k!, for the Poisson tables.
     ln_fact: Vec<f64>,
+    /// `ln(λ_i τ)` of every grid point (−∞ at the outage point), for the likelihood of
+    /// every tick: a function of the grid only, so computed once.
+    ln_mu: Vec<f64>,
 }
 
 impl Grid {
     pub(super) fn new(cfg: &SproutConfig) -> Self {
         let n = cfg.bins as usize;
         let delta = cfg.max_rate_pps / (n - 1) as f64;
-        let rates = (0..n).map(|i| i as f64 * delta).collect();
+        let rates: Vec<f64> = (0..n).map(|i| i as f64 * delta).collect();
         let tau = cfg.tick_ms / 1000.0;
         // §3.1: λ moves by Brownian motion with σ = 200 packets/s/√s; over a tick the
         // step is N(0, σ²τ). The mass reaching point j is the normal mass of its cell
@@ -87,12 +90,14 @@ impl Grid {
             acc += (i as f64).ln();
             ln_fact.push(acc);
         }
+        let ln_mu = rates.iter().map(|&r: &f64| (r * tau).ln()).collect();
         Grid {
             rates,
             kernel,
             escape,
             tau,
             ln_fact,
+            ln_mu,
         }
     }
 
@@ -123,8 +128,11 @@ impl Grid {
             if i == 0 {
                 out[0] += pi - moving;
             }
-            for (j, o) in out.iter_mut().enumerate().take(hi + 1).skip(lo) {
-                *o += moving * self.kernel[k + j - i];
+            // out[j] += moving · kernel[K + j − i] for j in lo..=hi, as slices (the same
+            // additions in the same order, without an index check per term).
+            let kernel = &self.kernel[k + lo - i..=k + hi - i];
+            for (o, &w) in out[lo..=hi].iter_mut().zip(kernel) {
+                *o += moving * w;
             }
         }
     }
@@ -172,7 +180,7 @@ pub(crate) fn observe(grid: &Grid, p: &mut [f64], count: u32) {
                 f64::NEG_INFINITY
             }
         } else {
-            n * mu.ln() - mu // ln P(n | μ) + ln n!
+            n * grid.ln_mu[i] - mu // ln P(n | μ) + ln n!
         };
         *lw = pi.ln() + ll;
         best = best.max(*lw);
@@ -297,20 +305,60 @@ impl ForecastTables {
         }
     }
 
+    /// The grid points of `p` that carry mass, with their probabilities, in grid order:
+    /// the terms of every [`ForecastTables::lower_quantile`] of one forecast.
+    pub(super) fn support(p: &[f64], out: &mut Vec<(usize, f64)>) {
+        out.clear();
+        out.extend(
+            p.iter()
+                .copied()
+                .enumerate()
+                .filter(|&(_, v)| v >= NEGLIGIBLE),
+        );
+    }
+
     /// The lower `quantile` of cumulative arrivals over `h` ticks for the distribution
-    /// `p` (reference `lower_quantile`: the smallest count whose CDF reaches it; the
-    /// largest resolvable count if the truncated CDF never does).
-    pub(super) fn lower_quantile(&self, p: &[f64], h: usize, quantile: f64) -> u32 {
+    /// whose [`ForecastTables::support`] is `support` (reference `lower_quantile`: the
+    /// smallest count whose CDF reaches it; the largest resolvable count if the truncated
+    /// CDF never does), or `floor` if that is smaller.
+    ///
+    /// The mixture CDF `Σ_i p_i·F_i(c)` is non-decreasing in c even in floating point
+    /// (each `F_i` is a running sum of non-negative terms, and rounded products and sums
+    /// are monotone in each operand), so a binary search over `[floor, max]` finds
+    /// `max(floor, answer)` exactly. The forecast asks horizon h + 1 with the floor set to
+    /// horizon h's answer, which it would take as the minimum anyway (§3.3: cumulative
+    /// deliveries do not decrease with the horizon), and so evaluates fewer CDFs;
+    /// `hint` (the previous tick's answer for this horizon) is tested first.
+    pub(super) fn lower_quantile(
+        &self,
+        support: &[(usize, f64)],
+        h: usize,
+        quantile: f64,
+        floor: u32,
+        hint: Option<u32>,
+    ) -> u32 {
         let table = &self.cdf[h - 1];
-        let support: Vec<(usize, f64)> = p
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|&(_, v)| v >= NEGLIGIBLE)
-            .collect();
         let cdf_at = |c: u32| -> f64 { support.iter().map(|&(i, v)| v * table[i].at(c)).sum() };
-        let (mut lo, mut hi) = (0u32, self.max_count);
-        if cdf_at(hi) < quantile {
+        let (mut lo, mut hi) = (floor.min(self.max_count), self.max_count);
+        // `hint`, last tick's answer, is usually the answer again or close: the answer is
+        // the smallest c in [lo, hi] whose CDF reaches the quantile (a monotone test), so
+        // testing the hint and the count below it either settles it or halves the range
+        // to search, with the same result as a search of the whole range.
+        let mut known_reached = false;
+        if let Some(c) = hint.map(|c| c.clamp(lo, hi)) {
+            if cdf_at(c) >= quantile {
+                if c == lo || cdf_at(c - 1) < quantile {
+                    return c;
+                }
+                hi = c - 1;
+                known_reached = true;
+            } else if c == hi {
+                return hi;
+            } else {
+                lo = c + 1;
+            }
+        }
+        if !known_reached && cdf_at(hi) < quantile {
             return hi;
         }
         while lo < hi {

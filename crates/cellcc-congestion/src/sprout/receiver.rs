@@ -17,6 +17,8 @@ pub struct SproutReceiver {
     /// Probability of each grid rate (the ensemble).
     p: Vec<f64>,
     scratch: Vec<f64>,
+    /// Grid points with mass and their probabilities, rebuilt once per forecast.
+    support: Vec<(usize, f64)>,
     tick: Dur,
     idle_skip: Dur,
     packet_bytes: f64,
@@ -47,6 +49,7 @@ impl SproutReceiver {
             model,
             p,
             scratch: Vec::with_capacity(n),
+            support: Vec::with_capacity(n),
             tick: cfg.tick(),
             idle_skip: Dur::from_ns((cfg.idle_skip_ms * 1e6).round() as u64),
             packet_bytes: cfg.packet_bytes as f64,
@@ -115,13 +118,20 @@ impl SproutReceiver {
             }
         }
         let mut f = [0u32; FEEDBACK_VALUES];
-        for (h, v) in f.iter_mut().enumerate().take(self.forecast_ticks) {
-            *v = self.model.1.lower_quantile(&self.p, h + 1, self.quantile);
-        }
+        ForecastTables::support(&self.p, &mut self.support);
         // Cumulative quantiles are computed per horizon and need not be monotone by a
-        // packet or two; the window arithmetic needs them to be.
-        for h in 1..self.forecast_ticks {
-            f[h] = f[h].max(f[h - 1]);
+        // packet or two; the window arithmetic needs them to be, so each horizon's is at
+        // least the one before (passed as the search's floor: the same figures, fewer
+        // evaluations of the mixture CDF).
+        let mut floor = 0;
+        let last = self.cached.map(|(_, last)| last);
+        for (h, v) in f.iter_mut().enumerate().take(self.forecast_ticks) {
+            let hint = last.map(|last| last[h]);
+            *v = self
+                .model
+                .1
+                .lower_quantile(&self.support, h + 1, self.quantile, floor, hint);
+            floor = *v;
         }
         self.cached = Some((start, f));
         f

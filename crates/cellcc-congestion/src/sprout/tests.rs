@@ -86,16 +86,69 @@ fn one_tick_forecast_is_the_poisson_quantile() {
     let tables = ForecastTables::new(&cfg, &grid);
     let mut p = vec![0.0; 256];
     p[255] = 1.0;
-    assert_eq!(tables.lower_quantile(&p, 1, 0.05), 13);
+    let mut support = Vec::new();
+    ForecastTables::support(&p, &mut support);
+    assert_eq!(tables.lower_quantile(&support, 1, 0.05, 0, None), 13);
     // The median of one tick is 20 (P(X ≤ 19) = 0.470, P(X ≤ 20) = 0.559).
-    assert_eq!(tables.lower_quantile(&p, 1, 0.5), 20);
+    assert_eq!(tables.lower_quantile(&support, 1, 0.5, 0, None), 20);
     // Later ticks add Brownian uncertainty: eight ticks forecast well below 8 × 20.
-    let c8 = tables.lower_quantile(&p, 8, 0.05);
+    let c8 = tables.lower_quantile(&support, 8, 0.05, 0, None);
     assert!((100..150).contains(&c8), "C(8) = {c8}");
     // The outage point forecasts nothing.
     let mut z = vec![0.0; 256];
     z[0] = 1.0;
-    assert_eq!(tables.lower_quantile(&z, 8, 0.05), 0);
+    ForecastTables::support(&z, &mut support);
+    assert_eq!(tables.lower_quantile(&support, 8, 0.05, 0, None), 0);
+}
+
+/// Searching horizon h + 1 from horizon h's answer, with or without a hint, gives exactly
+/// what a full search per horizon followed by the running maximum gives (the forecast
+/// before the floor and hint were passed), on random distributions, sharp and spread.
+#[test]
+fn floored_forecast_equals_per_horizon_search_then_running_max() {
+    let cfg = SproutConfig::default();
+    let grid = Grid::new(&cfg);
+    let tables = ForecastTables::new(&cfg, &grid);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut support = Vec::new();
+    for round in 0..200 {
+        let centre = next() * 255.0;
+        let width = 0.5 + next() * if round % 2 == 0 { 3.0 } else { 60.0 };
+        let mut p: Vec<f64> = (0..256)
+            .map(|i| (-((i as f64 - centre) / width).powi(2)).exp())
+            .collect();
+        normalize(&mut p);
+        ForecastTables::support(&p, &mut support);
+        for quantile in [0.05, 0.5, 0.95] {
+            let mut reference = [0u32; 8];
+            for (h, v) in reference.iter_mut().enumerate() {
+                *v = tables.lower_quantile(&support, h + 1, quantile, 0, None);
+            }
+            for h in 1..8 {
+                reference[h] = reference[h].max(reference[h - 1]);
+            }
+            // Hints: none, exact, near, far, beyond the range.
+            for hint_shift in [None, Some(0i64), Some(-1), Some(2), Some(-40), Some(1000)] {
+                let mut floor = 0;
+                for (h, &want) in reference.iter().enumerate() {
+                    let hint = hint_shift.map(|d| (i64::from(want) + d).max(0) as u32);
+                    floor = tables.lower_quantile(&support, h + 1, quantile, floor, hint);
+                    assert_eq!(
+                        floor,
+                        want,
+                        "round {round} q {quantile} h {} hint {hint:?}",
+                        h + 1
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Feed `pps` packets per second of MSS payload from `from` for `secs`.

@@ -15,7 +15,8 @@
 //!
 //! The cell reads a trace channel through a forward-only [`Cursor`] (TTIs are asked for
 //! in non-decreasing order): a busy cell steps from one opportunity to the next, a jump
-//! over idle time is a binary search. Constant channels are pure arithmetic.
+//! over idle time is a binary search. A constant channel's cursor keeps `bytes_in(k·tti)` as
+//! the quotient and remainder of `k·rate·tti / 8·10⁹`, so the next TTI is an addition.
 
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ use crate::service::MAHIMAHI_FRAMING_BYTES;
 use crate::trace::{Position, Trace, TraceMode, OPPORTUNITY_BYTES};
 
 /// Bits per byte, for rate arithmetic.
+#[cfg(test)]
 const BITS_PER_BYTE: u128 = 8;
 /// Opportunities a cursor steps over one by one before it jumps by binary search: a
 /// busy cell moves a TTI at a time, an idle one jumps.
@@ -141,8 +143,8 @@ impl UeChannel {
         }
     }
 
-    /// A cursor at the start of the channel (TTI 0).
-    pub(crate) fn cursor(&self) -> Cursor {
+    /// A cursor at the start of the channel (TTI 0) for TTIs of length `tti`.
+    pub(crate) fn cursor(&self, tti: Dur) -> Cursor {
         match self {
             UeChannel::Trace {
                 trace,
@@ -150,15 +152,25 @@ impl UeChannel {
                 offset,
             } => {
                 let pos = trace.first_at_or_after(Time(offset.as_ns()));
-                Cursor {
+                Cursor::Trace {
                     pos,
                     at: sim_time(trace, *mode, *offset, pos),
                 }
             }
-            UeChannel::Constant { .. } => Cursor {
-                pos: Position { cycle: 0, index: 0 },
-                at: None,
-            },
+            UeChannel::Constant { rate } => {
+                // bytes_in(k·tti) = ⌊k·A/D⌋ with A = rate·tti, D = 8·10⁹ (bits·ns per
+                // byte·s); A = per_tti·D + carry.
+                let a = u128::from(rate.bits_per_sec) * u128::from(tti.as_ns());
+                let d = u128::from(CONSTANT_DENOMINATOR);
+                Cursor::Constant {
+                    // A TTI of at most 1000 s at a u64 rate carries < 2^64 bytes.
+                    per_tti: u64::try_from(a / d).unwrap_or(u64::MAX),
+                    carry: (a % d) as u64,
+                    k: 0,
+                    before: 0,
+                    rem: 0,
+                }
+            }
         }
     }
 
@@ -167,25 +179,29 @@ impl UeChannel {
         let (Some(from), Some(to)) = (tti_start(tti, k), tti_start(tti, k + 1)) else {
             return 0;
         };
-        match self {
-            UeChannel::Trace {
-                trace,
-                mode,
-                offset,
-            } => {
+        match (self, cursor) {
+            (
+                UeChannel::Trace {
+                    trace,
+                    mode,
+                    offset,
+                },
+                cursor,
+            ) => {
                 self.seek(cursor, from);
                 // Count the TTI's opportunities on a copy: they stay ahead of the cursor
                 // until a later TTI is asked for.
                 let mut probe = *cursor;
                 let mut count = 0u64;
-                while probe.at.is_some_and(|at| at < to) {
+                while probe.trace_at().is_some_and(|at| at < to) {
                     count += 1;
                     probe.step(trace, *mode, *offset);
                 }
                 count * u64::from(OPPORTUNITY_BYTES)
             }
-            UeChannel::Constant { rate } => {
-                rate.bytes_in(Dur(to.as_ns())) - rate.bytes_in(Dur(from.as_ns()))
+            (UeChannel::Constant { rate }, cursor) => {
+                cursor.seek_tti(*rate, tti, k);
+                cursor.constant_bytes()
             }
         }
     }
@@ -199,9 +215,12 @@ impl UeChannel {
             UeChannel::Trace { .. } => {
                 self.seek(cursor, start);
                 // The opportunity is at or after the TTI's start, so its TTI is >= k.
-                cursor.at.map(|at| at.as_ns() / tti.as_ns())
+                cursor.trace_at().map(|at| at.as_ns() / tti.as_ns())
             }
-            UeChannel::Constant { rate } => constant_next_useful(*rate, tti, start),
+            UeChannel::Constant { rate } => {
+                cursor.seek_tti(*rate, tti, k);
+                cursor.constant_next_useful()
+            }
         }
     }
 
@@ -217,14 +236,14 @@ impl UeChannel {
             return;
         };
         for _ in 0..SEEK_STEPS {
-            if cursor.at.is_none_or(|at| at >= target) {
+            if cursor.trace_at().is_none_or(|at| at >= target) {
                 return;
             }
             cursor.step(trace, *mode, *offset);
         }
-        if cursor.at.is_some_and(|at| at < target) {
+        if cursor.trace_at().is_some_and(|at| at < target) {
             let pos = trace.first_at_or_after(target.saturating_add(*offset));
-            *cursor = Cursor {
+            *cursor = Cursor::Trace {
                 pos,
                 at: sim_time(trace, *mode, *offset, pos),
             };
@@ -232,27 +251,126 @@ impl UeChannel {
     }
 }
 
-/// Where a UE's channel has been read up to: for a trace, the first opportunity not yet
-/// passed and its simulation time (`None`: there are no more). Moves forward only.
+/// `D` of a constant channel's cumulative bytes `⌊k·A/D⌋`: 8 bits per byte times 10⁹ ns
+/// per second (`Bandwidth::bytes_in`).
+const CONSTANT_DENOMINATOR: u64 = 8 * NS_PER_S;
+
+/// Where a UE's channel has been read up to. Moves forward only.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Cursor {
-    pos: Position,
-    at: Option<Time>,
+pub(crate) enum Cursor {
+    /// The first opportunity not yet passed and its simulation time (`None`: there are no
+    /// more).
+    Trace { pos: Position, at: Option<Time> },
+    /// TTI `k` of a constant channel and `bytes_in(k·tti) = before`, kept as the
+    /// quotient and remainder of `k·A / D` (`A = rate·tti = per_tti·D + carry`), so that
+    /// moving to the next TTI is an addition instead of a 128-bit division.
+    Constant {
+        per_tti: u64,
+        carry: u64,
+        k: u64,
+        before: u64,
+        /// `k·A mod D`, < D.
+        rem: u64,
+    },
 }
 
 impl Cursor {
-    /// Moves to the next opportunity (Mahimahi's loop: after the last line, cycle + 1).
+    /// A trace cursor's opportunity time; `None` for a constant channel.
+    fn trace_at(&self) -> Option<Time> {
+        match self {
+            Cursor::Trace { at, .. } => *at,
+            Cursor::Constant { .. } => None,
+        }
+    }
+
+    /// Moves a trace cursor to the next opportunity (Mahimahi's loop: after the last line,
+    /// cycle + 1).
     fn step(&mut self, trace: &Trace, mode: TraceMode, offset: Dur) {
-        let mut pos = self.pos;
+        let Cursor::Trace { pos, at } = self else {
+            return;
+        };
         pos.index += 1;
         if pos.index == trace.len() {
-            pos = Position {
+            *pos = Position {
                 cycle: pos.cycle + 1,
                 index: 0,
             };
         }
-        self.pos = pos;
-        self.at = sim_time(trace, mode, offset, pos);
+        *at = sim_time(trace, mode, offset, *pos);
+    }
+
+    /// Moves a constant cursor to TTI `target` (>= its TTI): `m` TTIs on is
+    /// `k·A + m·A = (before + m·per_tti)·D + rem + m·carry`, in u64 while that fits,
+    /// else one 128-bit division from scratch (a jump of ~2^30 TTIs or more).
+    fn seek_tti(&mut self, rate: Bandwidth, tti: Dur, target: u64) {
+        let Cursor::Constant {
+            per_tti,
+            carry,
+            k,
+            before,
+            rem,
+        } = self
+        else {
+            return;
+        };
+        if target == *k {
+            return;
+        }
+        let m = target.wrapping_sub(*k);
+        let stepped = (target > *k)
+            .then(|| {
+                let extra = rem.checked_add(m.checked_mul(*carry)?)?;
+                let whole = before.checked_add(m.checked_mul(*per_tti)?)?;
+                whole
+                    .checked_add(extra / CONSTANT_DENOMINATOR)
+                    .map(|b| (b, extra % CONSTANT_DENOMINATOR))
+            })
+            .flatten();
+        let (b, r) = stepped.unwrap_or_else(|| {
+            // Callers ask only for TTIs that start before Time::MAX.
+            let ka = u128::from(rate.bits_per_sec) * u128::from(target.saturating_mul(tti.as_ns()));
+            let d = u128::from(CONSTANT_DENOMINATOR);
+            // bytes_in truncates to u64 the same way.
+            ((ka / d) as u64, (ka % d) as u64)
+        });
+        *k = target;
+        *before = b;
+        *rem = r;
+    }
+
+    /// Bytes of a constant cursor's TTI: `⌊(k+1)·A/D⌋ − ⌊k·A/D⌋ = per_tti + [rem + carry
+    /// >= D]`.
+    fn constant_bytes(&self) -> u64 {
+        match *self {
+            Cursor::Constant {
+                per_tti,
+                carry,
+                rem,
+                ..
+            } => per_tti + u64::from(rem + carry >= CONSTANT_DENOMINATOR),
+            Cursor::Trace { .. } => 0,
+        }
+    }
+
+    /// The first TTI from a constant cursor's on that carries a byte. With `per_tti >= 1`
+    /// it is this one; below a byte per TTI it is the first `k + m` whose remainder
+    /// carries, `rem + (m+1)·carry >= D` (one u64 division).
+    fn constant_next_useful(&self) -> Option<u64> {
+        let Cursor::Constant {
+            per_tti,
+            carry,
+            k,
+            rem,
+            ..
+        } = *self
+        else {
+            return None;
+        };
+        if per_tti >= 1 {
+            return Some(k);
+        }
+        // `carry >= 1`: a positive rate and TTI make `A >= 1`.
+        k.checked_add((CONSTANT_DENOMINATOR - rem - 1) / carry)
     }
 }
 
@@ -269,7 +387,9 @@ fn sim_time(trace: &Trace, mode: TraceMode, offset: Dur, pos: Position) -> Optio
         .map(Time)
 }
 
-/// The first TTI, from the one starting at `start`, that carries a byte at `rate`.
+/// The first TTI, from the one starting at `start`, that carries a byte at `rate`
+/// (stateless: the reference for the cursors).
+#[cfg(test)]
 fn constant_next_useful(rate: Bandwidth, tti: Dur, start: Time) -> Option<u64> {
     // Smallest T with bytes_in(T) >= B + 1, where B = bytes_in(start):
     // T = ceil((B + 1)·8·1e9 / rate). The TTI whose end reaches T is ceil(T / tti) − 1,
@@ -357,7 +477,7 @@ mod tests {
         ];
         for c in &channels {
             for tti in [Dur::from_ms(1), Dur::from_us(500), Dur::from_ms(4)] {
-                let mut cursor = c.cursor();
+                let mut cursor = c.cursor(tti);
                 let mut k = 0;
                 // Steps of 0 to 3 TTIs with an occasional long jump.
                 for i in 0..400u64 {

@@ -63,6 +63,15 @@
 //! 6. TTIs in which nobody can be served are skipped in one step: O(1) for a run of
 //!    them (PF's decay `(1 − 1/t_c)^n` is at most 64 multiplications), so an idle cell
 //!    costs nothing per TTI.
+//!
+//! Cost. Each backlogged UE's next useful TTI (the first from now on in which its
+//! channel carries a byte) is kept in a sorted set, updated only when the UE becomes
+//! backlogged or idle or that TTI passes: the next decision is the set's first entry and
+//! its candidates are the entries of that TTI, in UE order, so a decision costs
+//! O(log UEs) plus the candidates themselves (the scheduler must compare them). PF's
+//! average update `R̄_u ← (1 − 1/t_c)·R̄_u` touches every UE each TTI, one vectorised
+//! multiplication each: a lazily decayed average would round differently and change
+//! decisions.
 
 mod channel;
 mod config;
@@ -76,7 +85,7 @@ pub use config::{
 };
 pub use scheduler::SchedulerKind;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use cellcc_units::{Dur, Time};
 use serde::{Deserialize, Serialize};
@@ -144,6 +153,9 @@ struct Ue<T> {
     queue: Discipline<T>,
     in_transit: Option<Partial<T>>,
     stats: UeStats,
+    /// Its key in [`Cell::ready`]: the first TTI from `next_tti` on in which its channel
+    /// carries a byte, while it is backlogged (`None`: idle, or no such TTI remains).
+    ready_at: Option<u64>,
 }
 
 impl<T> Ue<T> {
@@ -161,9 +173,11 @@ pub struct Cell<T> {
     ues: Vec<Ue<T>>,
     /// TTIs `0..next_tti` are over (served or passed).
     next_tti: u64,
-    /// The first TTI from `next_tti` on in which a backlogged UE has capacity, updated
-    /// by every `advance` and `enqueue`.
-    wakeup_tti: Option<u64>,
+    /// `(ready_at, ue)` of every backlogged UE with capacity ahead: the first entry is
+    /// the next TTI with a candidate, and the entries of that TTI are its candidates in
+    /// UE order. A UE's entry changes only when it becomes backlogged or idle or its TTI
+    /// passes, so finding the next decision is O(log UEs) instead of a scan of every UE.
+    ready: BTreeSet<(u64, usize)>,
     departures: VecDeque<(usize, Departure<T>)>,
     drops: VecDeque<(usize, DroppedPacket<T>)>,
     /// Scratch outbox for one queue call, tagged with the UE afterwards.
@@ -203,11 +217,12 @@ impl<T> Cell<T> {
                 .build(queue_seed)
                 .map_err(|source| CellError::Queue { ue: i, source })?;
             ues.push(Ue {
-                cursor: ue.channel.cursor(),
+                cursor: ue.channel.cursor(spec.tti),
                 channel: ue.channel,
                 queue,
                 in_transit: None,
                 stats: UeStats::default(),
+                ready_at: None,
             });
         }
         Ok(Cell {
@@ -217,7 +232,7 @@ impl<T> Cell<T> {
             candidates: Vec::with_capacity(ues.len()),
             ues,
             next_tti: 0,
-            wakeup_tti: None,
+            ready: BTreeSet::new(),
             departures: VecDeque::new(),
             drops: VecDeque::new(),
             queue_drops: VecDeque::new(),
@@ -288,7 +303,7 @@ impl<T> Cell<T> {
             }
         };
         self.collect_drops(ue);
-        self.wakeup_tti = self.find_useful_tti();
+        self.sync_ready(ue);
         outcome
     }
 
@@ -305,7 +320,6 @@ impl<T> Cell<T> {
                 _ => self.pass_idle(last_due + 1 - self.next_tti),
             }
         }
-        self.wakeup_tti = self.find_useful_tti();
     }
 
     /// The next departure (UE index and packet), in departure order.
@@ -323,7 +337,13 @@ impl<T> Cell<T> {
     /// (and so will be sent bytes); `None` when no UE has data or no such TTI remains.
     /// A TTI may send bytes without completing a packet.
     pub fn next_wakeup(&self) -> Option<Time> {
-        self.wakeup_tti.and_then(|k| tti_start(self.tti, k))
+        #[cfg(test)]
+        assert_eq!(
+            self.find_useful_tti(),
+            self.scan_useful_tti(),
+            "next useful TTI from `ready` against a scan of every UE"
+        );
+        self.find_useful_tti().and_then(|k| tti_start(self.tti, k))
     }
 
     /// Packets waiting in UE `ue`'s queue, not counting its packet in transit.
@@ -377,13 +397,61 @@ impl<T> Cell<T> {
     }
 
     /// The first TTI from `next_tti` on in which a backlogged UE has capacity.
-    fn find_useful_tti(&mut self) -> Option<u64> {
-        let (tti, k) = (self.tti, self.next_tti);
+    fn find_useful_tti(&self) -> Option<u64> {
+        self.ready.first().map(|&(k, _)| k)
+    }
+
+    /// Reference for `ready`: a scan of every UE with the stateless channel answers,
+    /// the first TTI from `next_tti` on in which a backlogged UE has capacity.
+    #[cfg(test)]
+    fn scan_useful_tti(&self) -> Option<u64> {
         self.ues
-            .iter_mut()
+            .iter()
             .filter(|ue| ue.is_backlogged())
-            .filter_map(|ue| ue.channel.next_useful_tti_at(&mut ue.cursor, tti, k))
+            .filter_map(|ue| ue.channel.next_useful_tti(self.tti, self.next_tti))
             .min()
+    }
+
+    /// Reference for the candidates of TTI `k`: a scan of every UE, in UE order.
+    #[cfg(test)]
+    fn scan_candidates(&self, k: u64) -> Vec<Candidate> {
+        self.ues
+            .iter()
+            .enumerate()
+            .filter(|(_, ue)| ue.is_backlogged())
+            .map(|(ue, state)| Candidate {
+                ue,
+                bytes: state.channel.tti_bytes(self.tti, k),
+            })
+            .filter(|c| c.bytes > 0)
+            .collect()
+    }
+
+    /// Brings UE `ue`'s entry in `ready` up to date after its queue changed or its TTI
+    /// passed: an idle UE has none; a backlogged UE whose entry is missing or behind
+    /// `next_tti` looks up its next useful TTI from `next_tti` (forward-only cursor).
+    fn sync_ready(&mut self, ue: usize) {
+        let state = &mut self.ues[ue];
+        let wanted = if !state.is_backlogged() {
+            None
+        } else {
+            match state.ready_at {
+                Some(k) if k >= self.next_tti => Some(k),
+                _ => state
+                    .channel
+                    .next_useful_tti_at(&mut state.cursor, self.tti, self.next_tti),
+            }
+        };
+        if wanted == state.ready_at {
+            return;
+        }
+        if let Some(k) = state.ready_at {
+            self.ready.remove(&(k, ue));
+        }
+        if let Some(k) = wanted {
+            self.ready.insert((k, ue));
+        }
+        state.ready_at = wanted;
     }
 
     /// `n` TTIs pass with no candidate.
@@ -396,15 +464,26 @@ impl<T> Cell<T> {
     /// TTI `k`, which has at least one candidate.
     fn serve_tti(&mut self, k: u64) {
         let at = tti_start(self.tti, k).expect("k starts at or before `now`");
+        // The candidates are the backlogged UEs whose next useful TTI is k, taken from the
+        // front of `ready` in UE order, exactly the UEs with `r_u(k) > 0`.
         self.candidates.clear();
-        for (ue, state) in self.ues.iter_mut().enumerate() {
-            if state.is_backlogged() {
-                let bytes = state.channel.tti_bytes_at(&mut state.cursor, self.tti, k);
-                if bytes > 0 {
-                    self.candidates.push(Candidate { ue, bytes });
-                }
+        while let Some(&(at, ue)) = self.ready.first() {
+            if at != k {
+                break;
             }
+            self.ready.pop_first();
+            let state = &mut self.ues[ue];
+            state.ready_at = None;
+            let bytes = state.channel.tti_bytes_at(&mut state.cursor, self.tti, k);
+            debug_assert!(bytes > 0, "TTI {k} is UE {ue}'s next useful one");
+            self.candidates.push(Candidate { ue, bytes });
         }
+        #[cfg(test)]
+        assert_eq!(
+            self.candidates,
+            self.scan_candidates(k),
+            "TTI {k}: candidates from `ready` against a scan of every UE"
+        );
         let served = self.scheduler.pick(&self.candidates).map(|ue| {
             let budget = self
                 .candidates
@@ -422,6 +501,10 @@ impl<T> Cell<T> {
         self.stats.ttis += 1;
         self.stats.ttis_scheduled += u64::from(served.is_some());
         self.next_tti = k + 1;
+        // TTI k has passed for every candidate: each looks up its next one.
+        for i in 0..self.candidates.len() {
+            self.sync_ready(self.candidates[i].ue);
+        }
     }
 
     /// Gives UE `ue` a TTI starting at `at` with `budget` bytes; returns the bytes sent.

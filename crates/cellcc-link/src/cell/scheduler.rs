@@ -136,14 +136,18 @@ impl Scheduler {
                 gain,
                 average,
             } => {
-                for (ue, avg) in average.iter_mut().enumerate() {
-                    let sent = match served {
-                        Some((chosen, bytes)) if chosen == ue => bytes as f64,
-                        _ => 0.0,
-                    };
-                    // [PF] average update:
-                    // T_k(t+1) = (1 − 1/t_c)·T_k(t) + (1/t_c)·R_k(t)·[k served].
-                    *avg = *keep * *avg + *gain * sent;
+                // [PF] average update:
+                // T_k(t+1) = (1 − 1/t_c)·T_k(t) + (1/t_c)·R_k(t)·[k served].
+                // For a UE not served the sum's second term is +0.0, and `keep·T + 0.0` is
+                // `keep·T` bit for bit (both are >= 0, so no −0.0 arises): one plain
+                // multiplication over the vector, which the compiler vectorises, then the
+                // served UE's term from its old average.
+                let old = served.map(|(chosen, bytes)| (chosen, average[chosen], bytes));
+                for avg in average.iter_mut() {
+                    *avg *= *keep;
+                }
+                if let Some((chosen, before, bytes)) = old {
+                    average[chosen] = *keep * before + *gain * bytes as f64;
                 }
             }
             Scheduler::MaxThroughput => {}

@@ -7,8 +7,12 @@
 //! and the process's peak resident memory. On a shared machine the CPU-time figure is the
 //! one to compare between builds: waiting for a core does not count in it.
 //!
-//! Usage: `cellcc-bench [TRACE_DIR] [--runs N] [--scheme NAME]...` (default: cubic and
-//! bbr). TRACE_DIR defaults to the shared
+//! Then the scaling scenarios of [`scale`]: CPU time per delivered packet of a shared cell
+//! of 4 to 1024 UEs, and of 1 to 1000 flows on one 1 Gbit/s link.
+//!
+//! Usage: `cellcc-bench [TRACE_DIR] [--runs N] [--scheme NAME]... [--only speed|cell|flows]...
+//! [--ues N,N,...] [--flows N,N,...]` (default: cubic and bbr; every section; the default
+//! counts of [`scale`]). TRACE_DIR defaults to the shared
 //! Mahimahi trace folder next to the project; without it the bench says so and exits 2.
 //!
 //! `cellcc-bench --per-ack [--trace] [TRACE_DIR] [--runs N] [--scheme NAME]...`
@@ -20,6 +24,9 @@ use std::time::Instant;
 
 use cellcc_sim::schemes::SCHEMES;
 use cellcc_sim::Scenario;
+
+#[path = "bench/scale.rs"]
+mod scale;
 
 const TRACE: &str = "TMobile-LTE-short.down";
 const UPLINK_TRACE: &str = "TMobile-LTE-short.up";
@@ -74,6 +81,19 @@ fn scenario_text(down: &str, up: Option<&str>, scheme: &str) -> String {
     )
 }
 
+/// A comma-separated list of positive counts, or exit 2 naming the option.
+fn counts(option: &str, value: Option<String>) -> Vec<usize> {
+    let parsed: Option<Vec<usize>> = value.and_then(|v| {
+        v.split(',')
+            .map(|n| n.trim().parse().ok().filter(|&n: &usize| n >= 1))
+            .collect()
+    });
+    parsed.unwrap_or_else(|| {
+        eprintln!("error: {option} needs a comma-separated list of positive integers");
+        std::process::exit(2);
+    })
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -101,8 +121,20 @@ fn main() {
     ));
     let mut runs = DEFAULT_RUNS;
     let mut schemes: Vec<String> = Vec::new();
+    let mut only: Vec<String> = Vec::new();
+    let mut ues = scale::DEFAULT_UES.to_vec();
+    let mut flows = scale::DEFAULT_FLOWS.to_vec();
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--only" => match args.next() {
+                Some(s) if ["speed", "cell", "flows"].contains(&s.as_str()) => only.push(s),
+                _ => {
+                    eprintln!("error: --only needs one of speed, cell, flows");
+                    std::process::exit(2);
+                }
+            },
+            "--ues" => ues = counts("--ues", args.next()),
+            "--flows" => flows = counts("--flows", args.next()),
             "--runs" => {
                 runs = match args.next().and_then(|v| v.parse().ok()) {
                     Some(n) if n >= 1 => n,
@@ -127,6 +159,44 @@ fn main() {
         eprintln!("error: {} not found; pass the folder holding the Mahimahi traces (see `cellcc traces download`)", down.display());
         std::process::exit(2);
     }
+    let section = |name: &str| only.is_empty() || only.iter().any(|s| s == name);
+    if section("speed") {
+        speed(&down, &dir, runs, schemes);
+    }
+    if section("cell") {
+        let configs = ues
+            .iter()
+            .map(|&n| (format!("{n} UEs"), scale::cell_text(&down, n)))
+            .collect();
+        println!();
+        scale::run(
+            &format!("cell: PF, 1 ms TTIs, every UE on {TRACE} (own offset), 1 CUBIC flow + 8 Mbit/s CBR background, 20 s; CPU time per delivered packet, {runs} runs alternated"),
+            "cell",
+            configs,
+            runs,
+        );
+    }
+    if section("flows") {
+        let configs = flows
+            .iter()
+            .map(|&n| (format!("{n} flows"), scale::flows_text(n)))
+            .collect();
+        println!();
+        scale::run(
+            &format!("many flows: CUBIC on a 1 Gbit/s downlink, 10 ms each way, droptail 4000 packets, 5 s; CPU time per delivered packet, {runs} runs alternated"),
+            "flows",
+            configs,
+            runs,
+        );
+    }
+    match peak_rss_kib() {
+        Some(k) => println!("peak resident memory: {:.1} MiB", k as f64 / 1024.0),
+        None => println!("peak resident memory: unavailable (no /proc/self/status)"),
+    }
+}
+
+/// The speed bench: one flow per scheme over the trace, simulated seconds per second.
+fn speed(down: &std::path::Path, dir: &std::path::Path, runs: usize, mut schemes: Vec<String>) {
     let up = dir.join(UPLINK_TRACE);
     let up = up.exists().then(|| up.display().to_string());
     println!(
@@ -182,10 +252,6 @@ fn main() {
             median(&mut cpu_speeds)
         );
     }
-    match peak_rss_kib() {
-        Some(k) => println!("peak resident memory: {:.1} MiB", k as f64 / 1024.0),
-        None => println!("peak resident memory: unavailable (no /proc/self/status)"),
-    }
 }
 
 /// `--per-ack`: what one ACK costs each algorithm in this implementation.
@@ -198,8 +264,9 @@ fn main() {
 /// (`Conservation::acks_delivered`). Everything a run does besides the congestion control
 /// (links, queues, the TCP model, metrics) is paid by every scheme; `fixed` (a constant
 /// window, no work per ACK) measures it, and a scheme's marginal cost is its ns/ACK minus
-/// `fixed`'s. Figures are medians over the runs; each scheme's runs come one after another
-/// in one process.
+/// `fixed`'s. Figures are medians over the runs, with their spread (min–max); the schemes
+/// are alternated (every scheme once per round), so load on a shared machine falls on all
+/// of them alike.
 mod per_ack {
     use super::{median, thread_cpu_ns, Scenario, SCHEMES, TRACE, UPLINK_TRACE};
     use std::path::PathBuf;
@@ -276,46 +343,87 @@ mod per_ack {
         mbps: f64,
         cpu_ms: f64,
         ns_per_ack: f64,
+        /// Smallest and largest ns/ACK of the runs.
+        spread: (f64, f64),
     }
 
-    fn measure(scheme: &str, links: &Links, runs: usize) -> Row {
-        let text = scenario_text(links, scheme);
-        let sc = Scenario::parse(&text, "bench --per-ack", None).unwrap_or_else(|e| {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        });
-        let mut cpu = Vec::with_capacity(runs);
-        let mut per_ack = Vec::with_capacity(runs);
-        let mut acks = 0;
-        let mut events = 0;
-        let mut mbps = 0.0;
-        // One untimed run first: the first touch of the code and allocator is not the
-        // algorithm's cost, and the reference (measured first) would otherwise pay it.
-        super::run_or_exit(&sc);
-        for run in 0..runs {
+    /// One scheme's scenario and the runs measured so far.
+    struct Runs {
+        scheme: String,
+        sc: Scenario,
+        acks: u64,
+        events: u64,
+        mbps: f64,
+        cpu_ms: Vec<f64>,
+        per_ack: Vec<f64>,
+    }
+
+    impl Runs {
+        fn new(scheme: &str, links: &Links) -> Self {
+            let text = scenario_text(links, scheme);
+            let sc = Scenario::parse(&text, "bench --per-ack", None).unwrap_or_else(|e| {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            });
+            Runs {
+                scheme: scheme.to_string(),
+                sc,
+                acks: 0,
+                events: 0,
+                mbps: 0.0,
+                cpu_ms: Vec::new(),
+                per_ack: Vec::new(),
+            }
+        }
+
+        /// One timed run.
+        fn measure(&mut self) {
             let c0 = thread_cpu_ns();
-            let out = super::run_or_exit(&sc);
+            let out = super::run_or_exit(&self.sc);
             let ns = (thread_cpu_ns() - c0) as f64;
             let n = out.conservation.acks_delivered;
             // The simulator is deterministic: every run of a scenario processes the same ACKs.
             assert!(
-                run == 0 || n == acks,
-                "{scheme}: ACK count changed between runs"
+                self.per_ack.is_empty() || n == self.acks,
+                "{}: ACK count changed between runs",
+                self.scheme
             );
-            acks = n;
-            events = out.events;
-            mbps = out.summary.last().map_or(0.0, |r| r.throughput_mbps);
-            cpu.push(ns * 1e-6);
-            per_ack.push(ns / n.max(1) as f64);
+            self.acks = n;
+            self.events = out.events;
+            self.mbps = out.summary.last().map_or(0.0, |r| r.throughput_mbps);
+            self.cpu_ms.push(ns * 1e-6);
+            self.per_ack.push(ns / n.max(1) as f64);
         }
-        Row {
-            scheme: scheme.to_string(),
-            acks,
-            events_per_ack: events as f64 / acks.max(1) as f64,
-            mbps,
-            cpu_ms: median(&mut cpu),
-            ns_per_ack: median(&mut per_ack),
+
+        fn row(mut self) -> Row {
+            let lo = self.per_ack.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = self.per_ack.iter().copied().fold(0.0, f64::max);
+            Row {
+                scheme: self.scheme,
+                acks: self.acks,
+                events_per_ack: self.events as f64 / self.acks.max(1) as f64,
+                mbps: self.mbps,
+                cpu_ms: median(&mut self.cpu_ms),
+                ns_per_ack: median(&mut self.per_ack),
+                spread: (lo, hi),
+            }
         }
+    }
+
+    /// Every scheme once per round, `runs` rounds, so that load on a shared machine
+    /// falls on every scheme alike; one untimed round first (the first touch of the code
+    /// and allocator is not an algorithm's cost).
+    fn measure_alternated(schemes: &[String], links: &Links, runs: usize) -> Vec<Row> {
+        let mut all: Vec<Runs> = schemes.iter().map(|s| Runs::new(s, links)).collect();
+        for r in &all {
+            super::run_or_exit(&r.sc);
+        }
+        for _ in 0..runs {
+            for r in all.iter_mut() {
+                r.measure();
+            }
+        }
+        all.into_iter().map(Runs::row).collect()
     }
 
     pub(super) fn main(args: Vec<String>) {
@@ -392,23 +500,21 @@ mod per_ack {
 
         println!(
             "cellcc-bench --per-ack: one flow, {what}, 10 ms one-way delay each direction, \
-             droptail 2000 packets; medians of {runs} runs; thread CPU time per ACK the sender processed"
+             droptail 2000 packets; medians of {runs} runs, schemes alternated; thread CPU time per ACK the sender processed"
         );
         println!(
-            "{:<11} {:>8} {:>8} {:>11} {:>9} {:>8} {:>13} {:>9}",
+            "{:<11} {:>8} {:>8} {:>11} {:>9} {:>8} {:>13} {:>13} {:>9}",
             "scheme",
             "ACKs",
             "Mbit/s",
             "events/ACK",
             "CPU (ms)",
             "ns/ACK",
+            "spread",
             "marginal ns",
             "/ cubic"
         );
-        let mut rows: Vec<Row> = Vec::with_capacity(schemes.len());
-        for s in &schemes {
-            rows.push(measure(s, &links, runs));
-        }
+        let rows = measure_alternated(&schemes, &links, runs);
         let base = rows[0].ns_per_ack;
         let marginal = |r: &Row| r.ns_per_ack - base;
         // Whole-run ns/ACK relative to CUBIC's: CUBIC's marginal cost is within the
@@ -425,13 +531,14 @@ mod per_ack {
         for r in &rows {
             let vs_cubic = vs_cubic(r);
             println!(
-                "{:<11} {:>8} {:>8.2} {:>11.2} {:>9.1} {:>8.0} {:>13.0} {:>9}",
+                "{:<11} {:>8} {:>8.2} {:>11.2} {:>9.1} {:>8.0} {:>13} {:>13.0} {:>9}",
                 r.scheme,
                 r.acks,
                 r.mbps,
                 r.events_per_ack,
                 r.cpu_ms,
                 r.ns_per_ack,
+                format!("{:.0}-{:.0}", r.spread.0, r.spread.1),
                 marginal(r),
                 vs_cubic
             );
