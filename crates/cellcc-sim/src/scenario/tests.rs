@@ -56,11 +56,11 @@ fn errors_name_the_file_and_key_path() {
 
 #[test]
 fn trace_paths_resolve_against_the_scenario_directory() {
-    let dir = std::env::temp_dir().join(format!("cellcc-scenario-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::write(dir.join("l.trace"), "1\n2\n").unwrap();
     let text = GOOD.replace("rate_mbps = 12", "trace = \"l.trace\"\nmode = \"once\"");
-    let sc = Scenario::parse(&text, "exp.toml", Some(&dir)).unwrap();
+    let sc = Scenario::parse(&text, "exp.toml", Some(dir)).unwrap();
     assert_eq!(sc.downlink.label, "l.trace");
     assert!(matches!(
         sc.downlink.service,
@@ -69,22 +69,21 @@ fn trace_paths_resolve_against_the_scenario_directory() {
             ..
         }
     ));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn scale_repeats_every_opportunity_of_a_trace() {
-    let dir = std::env::temp_dir().join(format!("cellcc-scale-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::write(dir.join("l.trace"), "1\n1\n3\n").unwrap();
     let text = GOOD.replace("rate_mbps = 12", "trace = \"l.trace\"\nscale = 3");
-    let sc = Scenario::parse(&text, "exp.toml", Some(&dir)).unwrap();
+    let sc = Scenario::parse(&text, "exp.toml", Some(dir)).unwrap();
     let LinkService::Trace { trace, .. } = &sc.downlink.service else {
         panic!("a trace link")
     };
     assert_eq!(trace.timestamps_ms(), &[1, 1, 1, 1, 1, 1, 3, 3, 3]);
     let err = |t: &str| {
-        Scenario::parse(t, "exp.toml", Some(&dir))
+        Scenario::parse(t, "exp.toml", Some(dir))
             .unwrap_err()
             .to_string()
     };
@@ -94,7 +93,6 @@ fn scale_repeats_every_opportunity_of_a_trace() {
         err(&GOOD.replace("rate_mbps = 12", "rate_mbps = 12\nscale = 2"))
             .starts_with("exp.toml: downlink.scale: applies to `trace` links only")
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The reproductions of issue 14 (hostile input) and the other bounds of
@@ -140,13 +138,13 @@ fn values_beyond_the_limits_are_refused_naming_their_key() {
 
 #[test]
 fn scale_is_bounded_before_the_trace_is_copied() {
-    let dir = std::env::temp_dir().join(format!("cellcc-scale-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::write(dir.join("t.down"), "10\n20\n30\n").unwrap();
     let text = |k: u64| {
         format!("duration_s = 1\n[downlink]\ntrace = \"t.down\"\nscale = {k}\n[[flows]]\nscheme = \"cubic\"\n")
     };
-    let parse = |k| Scenario::parse(&text(k), "exp.toml", Some(&dir));
+    let parse = |k| Scenario::parse(&text(k), "exp.toml", Some(dir));
     for k in [101, 1000, 4_294_967_295] {
         let e = parse(k).unwrap_err().to_string();
         assert_eq!(
@@ -155,7 +153,6 @@ fn scale_is_bounded_before_the_trace_is_copied() {
         );
     }
     assert!(parse(100).is_ok());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
