@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -154,11 +155,32 @@ def _value(value: Any, path: str, depth: int = 0) -> str:
     raise TomlTypeError(path, f"cannot write a value of type {type(value).__name__} as TOML")
 
 
+#: Largest scenario, sweep or experiment file read: 4 MiB, the bound the native core puts
+#: on scenario text (``MAX_SCENARIO_BYTES``, docs/scenarios.md "Limits").
+MAX_TEXT_BYTES = 4 << 20
+
+
 def read_text(path: Path, what: str) -> str:
     """The text of the ``what`` file (``scenario``, ``sweep``) at ``path``; every way
-    reading can fail is a :class:`ScenarioError` naming the file."""
+    reading can fail is a :class:`ScenarioError` naming the file. Only a regular file of
+    at most :data:`MAX_TEXT_BYTES` is read (a FIFO or ``/dev/zero`` would never end)."""
     try:
-        return path.read_text(encoding="utf-8")
+        status = path.stat()
+        if stat.S_ISDIR(status.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(status.st_mode):
+            raise ScenarioError(f"{path}: not a regular file, expected a {what} TOML file")
+        if status.st_size > MAX_TEXT_BYTES:
+            raise ScenarioError(
+                f"{path}: the {what} file is {status.st_size} bytes, above the limit "
+                f"{MAX_TEXT_BYTES} (4 MiB)"
+            )
+        with path.open("rb") as file:
+            data = file.read(MAX_TEXT_BYTES + 1)
+        if len(data) > MAX_TEXT_BYTES:
+            raise ScenarioError(f"{path}: the {what} file grew above the limit while read")
+        # Universal newlines, as text-mode reading gives.
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such {what} file") from None
     except IsADirectoryError:

@@ -1,4 +1,5 @@
 import math
+import os
 import tomllib
 from pathlib import Path
 
@@ -78,3 +79,55 @@ def test_scenario_and_sweep_files_fail_to_read_with_one_error_naming_them(tmp_pa
         assert str(error.value).startswith(str(path))
     with pytest.raises(ScenarioError, match="cannot read: File name too long"):
         _toml.read_text(too_long, "scenario")
+
+
+def test_only_a_regular_file_of_at_most_4_mib_is_read(tmp_path):
+    """A FIFO or /dev/zero named as a scenario would block or never end; a huge file
+    would be read whole into memory. Each is refused before reading, naming the file."""
+    import cellcc
+    from cellcc import ScenarioError
+
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.toml"
+    big.write_text("#" * (_toml.MAX_TEXT_BYTES + 1))
+    cases = [
+        (fifo, "not a regular file, expected a scenario TOML file"),
+        (Path("/dev/zero"), "not a regular file"),
+        (big, f"the scenario file is {_toml.MAX_TEXT_BYTES + 1} bytes, above the limit"),
+    ]
+    for path, message in cases:
+        with pytest.raises(ScenarioError, match=message) as error:
+            cellcc.simulate(path)
+        assert str(error.value).startswith(str(path))
+    big.write_text('duration_s = 1\n[downlink]\nrate_mbps = 12\n[[flows]]\nscheme = "cubic"\n')
+    with big.open("a") as file:
+        file.write("#" * (_toml.MAX_TEXT_BYTES - big.stat().st_size))
+    assert not cellcc.simulate(big).summary.empty  # exactly at the limit: read and run
+
+
+def test_the_native_core_bounds_scenario_text_at_the_same_size():
+    import cellcc
+    from cellcc import ScenarioError
+
+    scenario = {"duration_s": 1, "downlink": {"trace": ""}, "flows": [{"scheme": "cubic"}]}
+    scenario["downlink"]["trace"] = "x" * (_toml.MAX_TEXT_BYTES + 1 - len(_toml.dumps(scenario)))
+    assert len(_toml.dumps(scenario)) == _toml.MAX_TEXT_BYTES + 1
+    with pytest.raises(ScenarioError, match=r"^<dict>: file: the scenario text is 4194305 bytes"):
+        cellcc.simulate(scenario)
+
+
+def test_an_error_quoting_control_characters_is_one_line():
+    import cellcc
+    from cellcc import ScenarioError
+
+    scenario = {
+        "duration_s": 1,
+        "downlink": {"trace": "t.down", "mode": "x\ny\x05"},
+        "flows": [{"scheme": "cubic"}],
+    }
+    with pytest.raises(ScenarioError) as error:
+        cellcc.simulate(scenario)
+    assert str(error.value) == (
+        "<dict>: downlink.mode: unknown variant `x\\ny\\u{5}`, expected `loop` or `once` (line 5)"
+    )

@@ -7,6 +7,7 @@
 //! what was expected.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,8 +23,12 @@ use crate::traffic::BackgroundSource;
 use link::build_link;
 
 /// A scenario problem: where it is and what is wrong.
+///
+/// Displayed as one line, `file: location: message`. Every part may quote the user's
+/// text (a file name, an unknown variant), so control characters in it are shown
+/// escaped (`\n`, `\u{5}`) rather than breaking the line or the terminal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}: {location}: {message}")]
+#[error("{}: {}: {}", one_line(file), one_line(location), one_line(message))]
 pub struct ScenarioError {
     /// The scenario's name for messages (file path or `<scenario>`).
     pub file: String,
@@ -291,6 +296,23 @@ struct Ctx<'a> {
     base_dir: Option<&'a Path>,
 }
 
+/// `text` with its control characters escaped, so that it prints on one line.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 impl Ctx<'_> {
     fn err(&self, location: impl Into<String>, message: impl Into<String>) -> ScenarioError {
         ScenarioError {
@@ -305,11 +327,28 @@ impl Scenario {
     /// Load a scenario file; relative trace paths resolve against its directory.
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let fail = |message: String| ScenarioError {
             file: file.clone(),
             location: "file".into(),
-            message: format!("cannot read the scenario: {e}"),
-        })?;
+            message,
+        };
+        let meta =
+            std::fs::metadata(path).map_err(|e| fail(format!("cannot read the scenario: {e}")))?;
+        if !meta.is_file() {
+            return Err(fail("not a regular file".into()));
+        }
+        let limit = limits::MAX_SCENARIO_BYTES as u64;
+        if meta.len() > limit {
+            return Err(fail(format!(
+                "the scenario file is {} bytes, above the limit {limit} (4 MiB)",
+                meta.len()
+            )));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+            .map_err(|e| fail(format!("cannot read the scenario: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|_| fail("not a UTF-8 text file".into()))?;
         Scenario::parse(&text, &file, path.parent())
     }
 
@@ -320,6 +359,16 @@ impl Scenario {
         base_dir: Option<&Path>,
     ) -> Result<Scenario, ScenarioError> {
         let ctx = Ctx { file, base_dir };
+        if text.len() > limits::MAX_SCENARIO_BYTES {
+            return Err(ctx.err(
+                "file",
+                format!(
+                    "the scenario text is {} bytes, above the limit {} (4 MiB)",
+                    text.len(),
+                    limits::MAX_SCENARIO_BYTES
+                ),
+            ));
+        }
         let raw = parse_raw(text, &ctx)?;
         build(raw, &ctx)
     }

@@ -12,6 +12,10 @@ use cellcc_units::{Bandwidth, Dur};
 use super::{Ctx, ScenarioError};
 use crate::traffic::BackgroundSource;
 
+/// Largest scenario text: 4 MiB. The largest sensible scenarios (1000 flows with
+/// parameters, 4096 UEs with their traces named) are under 1 MiB; TOML parsing takes
+/// about 60 bytes of memory per byte of text, so this bounds it to about 250 MB.
+pub const MAX_SCENARIO_BYTES: usize = 4 << 20;
 /// Longest run: one week of simulated time (a day-long drive test with margin; the
 /// time series of a week at 500 ms bins still fits [`MAX_RUN_MEMORY_BYTES`]).
 pub const MAX_DURATION_S: f64 = 7.0 * 86_400.0;

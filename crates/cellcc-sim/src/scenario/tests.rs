@@ -187,3 +187,51 @@ fn a_hand_built_scenario_that_breaks_a_check_is_an_error_not_a_panic() {
         .expect("a zero rate is refused");
     assert!(e.to_string().contains("downlink"), "{e}");
 }
+
+/// Values quoted from the user's text (an unknown variant, the scenario's name) may hold
+/// newlines and other control characters; the error still prints as one line.
+#[test]
+fn control_characters_quoted_in_an_error_are_escaped_onto_one_line() {
+    let text = GOOD.replace("rate_mbps = 12", "trace = \"t\"\nmode = \"x\\n\\u0005y\"");
+    let e = Scenario::parse(&text, "a\nb.toml", None)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "a\\nb.toml: downlink.mode: unknown variant `x\\n\\u{5}y`, expected `loop` or `once` (line 4)"
+    );
+    assert_eq!(super::one_line("plain ünïcode"), "plain ünïcode");
+}
+
+#[test]
+fn scenario_text_and_files_beyond_4_mib_or_not_regular_are_refused() {
+    let limit = super::limits::MAX_SCENARIO_BYTES;
+    let padded = |n: usize| format!("{GOOD}{}", "#".repeat(n - GOOD.len()));
+    assert!(Scenario::parse(&padded(limit), "exp.toml", None).is_ok());
+    assert_eq!(
+        err(&padded(limit + 1)),
+        format!(
+            "exp.toml: file: the scenario text is {} bytes, above the limit {limit} (4 MiB)",
+            limit + 1
+        )
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let big = tmp.path().join("big.toml");
+    std::fs::write(&big, padded(limit + 10)).unwrap();
+    let e = Scenario::from_file(&big).unwrap_err();
+    assert_eq!(
+        (e.location.as_str(), e.message.as_str()),
+        (
+            "file",
+            format!(
+                "the scenario file is {} bytes, above the limit {limit} (4 MiB)",
+                limit + 10
+            )
+            .as_str()
+        )
+    );
+    for path in ["/dev/zero", "."] {
+        let e = Scenario::from_file(Path::new(path)).unwrap_err();
+        assert_eq!(e.to_string(), format!("{path}: file: not a regular file"));
+    }
+}
