@@ -10,10 +10,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cellcc_link::{
-    AqmVariant, BernoulliLoss, CodelConfig, PieConfig, QueueSpec, ResolvedScheduling,
-    SchedulingConfig, Trace, TraceError, TraceMode,
+    AqmVariant, BernoulliLoss, CodelConfig, DelayTrace, DelayTraceError, LinkService, PieConfig,
+    QueueSpec, ResolvedScheduling, SchedulingConfig, Trace, TraceError, TraceMode, MAX_RATE_MBPS,
+    MIN_RATE_MBPS,
 };
-use cellcc_units::Dur;
+use cellcc_units::{Bandwidth, Dur};
 use clap::{Parser, ValueEnum};
 
 use crate::privs::{self, RunAs};
@@ -41,12 +42,32 @@ pub struct EmuArgs {
     /// One-way propagation delay in ms, each direction (mm-delay); decimals allowed.
     #[arg(long, value_name = "MS", default_value = "0", value_parser = parse_delay)]
     pub delay: Dur,
+    /// One-way delay that varies with time, each direction, instead of --delay
+    /// (mm-file-delay): one delay in ms per line, line k for packets entering the delay
+    /// in [k x step, (k+1) x step) ms; the file loops.
+    #[arg(long, value_name = "FILE", conflicts_with = "delay")]
+    pub delay_trace: Option<PathBuf>,
+    /// Time each line of --delay-trace holds for, whole ms (mm-file-delay's
+    /// time_resolution_ms).
+    #[arg(long, value_name = "MS", default_value_t = 1, requires = "delay_trace",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub delay_trace_step: u64,
     /// Mahimahi trace of the uplink (client -> server).
     #[arg(long, value_name = "TRACE")]
-    pub uplink: PathBuf,
+    pub uplink: Option<PathBuf>,
     /// Mahimahi trace of the downlink (server -> client).
     #[arg(long, value_name = "TRACE")]
-    pub downlink: PathBuf,
+    pub downlink: Option<PathBuf>,
+    /// Constant-rate uplink instead of a trace, Mbit/s (the simulator's `rate_mbps`).
+    #[arg(long, value_name = "MBPS", value_parser = parse_rate)]
+    pub uplink_rate_mbps: Option<f64>,
+    /// Constant-rate downlink instead of a trace, Mbit/s.
+    #[arg(long, value_name = "MBPS", value_parser = parse_rate)]
+    pub downlink_rate_mbps: Option<f64>,
+    /// Constant rate of both directions, Mbit/s: shorthand for --uplink-rate-mbps R
+    /// --downlink-rate-mbps R.
+    #[arg(long, value_name = "MBPS", value_parser = parse_rate)]
+    pub rate_mbps: Option<f64>,
     /// Uplink queue discipline.
     #[arg(long, value_enum, default_value_t = QueueKind::Infinite)]
     pub uplink_queue: QueueKind,
@@ -149,6 +170,9 @@ pub enum UsageError {
     /// A trace file could not be read or parsed.
     #[error("{0}")]
     Trace(#[from] TraceError),
+    /// A delay trace could not be read or parsed.
+    #[error("--delay-trace: {0}")]
+    DelayTrace(#[from] DelayTraceError),
 }
 
 fn arg_error(option: &str, message: impl Into<String>) -> UsageError {
@@ -167,6 +191,20 @@ fn parse_delay(s: &str) -> Result<Dur, String> {
         return Err(format!("{s} ms must be between 0 and {MAX_DELAY_MS} ms"));
     }
     Ok(Dur::from_ns((ms * 1e6).round() as u64))
+}
+
+/// A constant rate in Mbit/s, within the simulator's bounds on `rate_mbps`.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let mbps: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a rate in Mbit/s (e.g. 24 or 1.5)"))?;
+    if !(mbps.is_finite() && (MIN_RATE_MBPS..=MAX_RATE_MBPS).contains(&mbps)) {
+        return Err(format!(
+            "{s} Mbit/s must be between {MIN_RATE_MBPS} and {MAX_RATE_MBPS} Mbit/s"
+        ));
+    }
+    Ok(mbps)
 }
 
 fn parse_probability(s: &str) -> Result<f64, String> {
@@ -284,11 +322,78 @@ pub fn parse_queue(kind: QueueKind, args: &str, option: &str) -> Result<QueueSpe
     Ok(spec)
 }
 
+/// What a direction's link sends at.
+#[derive(Debug, Clone)]
+pub enum Capacity {
+    /// A Mahimahi trace of delivery opportunities (1504 bytes each; packets charged
+    /// IP length + 4).
+    Trace(Arc<Trace>),
+    /// A constant rate, served as the simulator's `rate_mbps` link: a work-conserving
+    /// serialiser charging the IP length.
+    Rate(Bandwidth),
+}
+
+impl Capacity {
+    /// The link service of this capacity; `mode` applies to a trace.
+    pub fn service(&self, mode: TraceMode) -> LinkService {
+        match self {
+            Capacity::Trace(trace) => LinkService::trace(trace.clone(), mode),
+            Capacity::Rate(rate) => LinkService::constant(*rate),
+        }
+    }
+
+    /// The trace file name, or the rate (`24 Mbit/s`).
+    pub fn label(&self) -> String {
+        match self {
+            Capacity::Trace(trace) => trace.name().to_string(),
+            Capacity::Rate(rate) => format!("{} Mbit/s", rate.bits_per_sec as f64 / 1e6),
+        }
+    }
+
+    /// The trace, if the capacity is one.
+    pub fn trace(&self) -> Option<&Arc<Trace>> {
+        match self {
+            Capacity::Trace(trace) => Some(trace),
+            Capacity::Rate(_) => None,
+        }
+    }
+}
+
+/// The capacity of one direction from its trace and rate options: exactly one.
+fn capacity(
+    way: &str,
+    trace: Option<&PathBuf>,
+    rate_mbps: Option<f64>,
+    both_rate_mbps: Option<f64>,
+) -> Result<Capacity, UsageError> {
+    let rate_option = format!("--{way}-rate-mbps");
+    match (trace, rate_mbps, both_rate_mbps) {
+        (Some(_), Some(_), _) => Err(arg_error(
+            &rate_option,
+            format!("give either --{way} TRACE or {rate_option} R, not both"),
+        )),
+        (Some(_), None, Some(_)) => Err(arg_error(
+            "--rate-mbps",
+            format!("sets both directions, but --{way} gives a trace; use {rate_option} for one direction"),
+        )),
+        (None, Some(_), Some(_)) => Err(arg_error(
+            "--rate-mbps",
+            format!("sets both directions; give it or {rate_option}, not both"),
+        )),
+        (Some(path), None, None) => Ok(Capacity::Trace(Arc::new(Trace::from_file(path)?))),
+        (None, Some(r), None) | (None, None, Some(r)) => Ok(Capacity::Rate(Bandwidth::from_mbps(r))),
+        (None, None, None) => Err(arg_error(
+            &format!("--{way}"),
+            format!("missing the {way} capacity: give --{way} TRACE, {rate_option} R or --rate-mbps R"),
+        )),
+    }
+}
+
 /// The validated configuration of one direction.
 #[derive(Debug, Clone)]
 pub struct DirectionConfig {
-    /// The direction's trace of delivery opportunities.
-    pub trace: Arc<Trace>,
+    /// The direction's capacity: a trace of delivery opportunities or a constant rate.
+    pub capacity: Capacity,
     /// The direction's queue discipline, validated.
     pub queue: QueueSpec,
     /// Loss on entry to the direction (mm-loss).
@@ -324,6 +429,8 @@ pub struct EmuConfig {
     pub downlink: DirectionConfig,
     /// Who the commands run as (`--user`, `SUDO_UID`, or the emulator's user).
     pub run_as: RunAs,
+    /// The time-varying delay of both directions (`--delay-trace`), if any.
+    pub delay_trace: Option<Arc<DelayTrace>>,
 }
 
 impl EmuArgs {
@@ -357,8 +464,31 @@ impl EmuArgs {
                 ));
             }
         }
+        let uplink_capacity = capacity(
+            "uplink",
+            self.uplink.as_ref(),
+            self.uplink_rate_mbps,
+            self.rate_mbps,
+        )?;
+        let downlink_capacity = capacity(
+            "downlink",
+            self.downlink.as_ref(),
+            self.downlink_rate_mbps,
+            self.rate_mbps,
+        )?;
+        if self.once && uplink_capacity.trace().is_none() && downlink_capacity.trace().is_none() {
+            return Err(arg_error(
+                "--once",
+                "applies to trace links, and both directions have a constant rate",
+            ));
+        }
+        let delay_trace = self
+            .delay_trace
+            .as_ref()
+            .map(|path| DelayTrace::from_file(path, self.delay_trace_step).map(Arc::new))
+            .transpose()?;
         let uplink = DirectionConfig {
-            trace: Arc::new(Trace::from_file(&self.uplink)?),
+            capacity: uplink_capacity,
             queue: parse_queue(
                 self.uplink_queue,
                 &self.uplink_queue_args,
@@ -369,7 +499,7 @@ impl EmuArgs {
             sched: parse_sched(self.uplink_sched.as_deref(), "--uplink-sched")?,
         };
         let downlink = DirectionConfig {
-            trace: Arc::new(Trace::from_file(&self.downlink)?),
+            capacity: downlink_capacity,
             queue: parse_queue(
                 self.downlink_queue,
                 &self.downlink_queue_args,
@@ -391,6 +521,7 @@ impl EmuArgs {
             uplink,
             downlink,
             run_as,
+            delay_trace,
         })
     }
 }
@@ -478,10 +609,130 @@ mod tests {
     }
 
     #[test]
-    fn missing_trace_is_a_usage_error() {
-        let e = parse(&["--uplink", "u"]).unwrap_err();
-        assert!(e.to_string().contains("--downlink"), "{e}");
+    fn missing_capacity_is_a_usage_error() {
+        let e = parse(&["--uplink-rate-mbps", "5"])
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--downlink: missing the downlink capacity"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn constant_rates_replace_traces_per_direction() {
+        let a = parse(&["--rate-mbps", "24"]).unwrap().validate().unwrap();
+        for dir in [&a.uplink, &a.downlink] {
+            let Capacity::Rate(rate) = dir.capacity else {
+                panic!("expected a rate");
+            };
+            assert_eq!(rate.bits_per_sec, 24_000_000);
+            assert_eq!(dir.capacity.label(), "24 Mbit/s");
+            // The simulator's constant link: no framing added to the IP length.
+            assert_eq!(dir.capacity.service(TraceMode::Loop).framing_bytes(), 0);
+        }
+        let a = parse(&["--uplink-rate-mbps", "0.5", "--downlink-rate-mbps", "100"])
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(a.uplink.capacity.label(), "0.5 Mbit/s");
+        assert_eq!(a.downlink.capacity.label(), "100 Mbit/s");
+    }
+
+    #[test]
+    fn a_trace_and_a_rate_for_one_direction_are_refused() {
+        let dir = std::env::temp_dir().join(format!("cellcc-emu-rate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("t.trace");
+        std::fs::write(&trace, "1\n").unwrap();
+        let t = trace.to_str().unwrap();
+        let msg = |args: &[&str]| parse(args).unwrap().validate().unwrap_err().to_string();
+        let m = msg(&["--downlink", t, "--downlink-rate-mbps", "5", "--uplink", t]);
+        assert_eq!(
+            m,
+            "--downlink-rate-mbps: give either --downlink TRACE or --downlink-rate-mbps R, not both"
+        );
+        let m = msg(&["--downlink", t, "--rate-mbps", "5"]);
+        assert!(
+            m.starts_with("--rate-mbps: sets both directions, but --uplink")
+                || m.starts_with("--rate-mbps: sets both directions, but --downlink"),
+            "{m}"
+        );
+        let m = msg(&["--uplink-rate-mbps", "5", "--rate-mbps", "5"]);
+        assert!(
+            m.starts_with("--rate-mbps: sets both directions; give it or --uplink-rate-mbps"),
+            "{m}"
+        );
+        // One direction a trace, the other a rate: fine, and --once applies to the trace.
+        let a = parse(&["--downlink", t, "--uplink-rate-mbps", "5", "--once"])
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert!(a.downlink.capacity.trace().is_some());
+        let m = msg(&["--rate-mbps", "5", "--once"]);
+        assert!(m.starts_with("--once: applies to trace links"), "{m}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rates_have_the_simulators_bounds() {
+        for bad in ["0", "-3", "0.0009", "1000001", "nan", "inf", "fast"] {
+            let e = parse(&[&format!("--rate-mbps={bad}")]).unwrap_err();
+            assert_eq!(e.exit_code(), EXIT_USAGE);
+            assert!(e.to_string().contains("--rate-mbps"), "{bad}: {e}");
+        }
+        assert!(parse(&["--rate-mbps", "0.001"]).is_ok());
+        assert!(parse(&["--rate-mbps", "1000000"]).is_ok());
+    }
+
+    #[test]
+    fn delay_trace_options() {
+        let dir = std::env::temp_dir().join(format!("cellcc-emu-dtrace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("delays.txt");
+        std::fs::write(&good, "10\n20\n").unwrap();
+        let bad = dir.join("bad-delays.txt");
+        std::fs::write(&bad, "10\n20 ms\n").unwrap();
+        let g = good.to_str().unwrap();
+        let a = parse(&[
+            "--rate-mbps",
+            "5",
+            "--delay-trace",
+            g,
+            "--delay-trace-step",
+            "20",
+        ])
+        .unwrap()
+        .validate()
+        .unwrap();
+        let d = a.delay_trace.unwrap();
+        assert_eq!(d.step(), Dur::from_ms(20));
+        assert_eq!(d.delays(), [Dur::from_ms(10), Dur::from_ms(20)]);
+        let e = parse(&["--rate-mbps", "5", "--delay-trace", bad.to_str().unwrap()])
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--delay-trace: ") && e.contains("bad-delays.txt:2: expected a delay"),
+            "{e}"
+        );
+        // --delay and --delay-trace are exclusive; a step needs a trace.
+        let e = parse(&["--rate-mbps", "5", "--delay", "5", "--delay-trace", g]).unwrap_err();
         assert_eq!(e.exit_code(), EXIT_USAGE);
+        assert!(parse(&["--rate-mbps", "5", "--delay-trace-step", "5"]).is_err());
+        assert!(parse(&[
+            "--rate-mbps",
+            "5",
+            "--delay-trace",
+            g,
+            "--delay-trace-step",
+            "0"
+        ])
+        .is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
