@@ -44,7 +44,8 @@ def _events(base: int) -> str:
         if ms % 4 == 1:
             # Leaves at the opportunity of ms + 1, having arrived at ms - 1.
             lines.append(f"{base + ms + 1} - 1504 2")
-    lines.append(f"{base + 1500} d 1 1504")
+    # One more arrival, dropped at once (the emulator logs the arrival, then the drop).
+    lines += [f"{base + 1501} + 1504", f"{base + 1501} d 1 1504"]
     return "\n".join(lines) + "\n"
 
 
@@ -74,10 +75,18 @@ def test_run_summary_and_timeseries_of_a_small_log() -> None:
     assert list(ts["t_s"]) == [0.0, 0.5, 1.0, 1.5, 2.0]
     assert ts["egress_mbps"].iloc[1] == pytest.approx(125 * 1500 * 8 / 0.5 / 1e6)
     assert ts["capacity_mbps"].iloc[1] == pytest.approx(500 * 1504 * 8 / 0.5 / 1e6)
-    # Arrivals at 0, 4, ... leave at 2, 6, ...: none left in the link at a bin's end,
-    # after the drop one packet fewer than arrived and left.
-    assert list(ts["queue_packets"])[:3] == [0, 0, 0]
-    assert ts["queue_packets"].iloc[3] == -1 or ts["queue_packets"].iloc[3] == 0
+    # Arrivals at 0, 4, ... leave at 2, 6, ...; the extra one is dropped: none is left
+    # in the link at the end of a bin.
+    assert list(ts["queue_packets"]) == [0, 0, 0, 0, 0]
+    assert list(ts["ingress_mbps"] > ts["egress_mbps"]) == [False, False, False, True, False]
+
+
+def test_queue_occupancy_counts_what_arrived_and_has_not_left() -> None:
+    text = "0 + 1504\n1 + 1504\n2 # 1504\n2 - 1504 2\n3 # 1504\n3 - 1504 2\n"
+    ts = mmlog.run_timeseries(mmlog.parse(text), bin_ms=1)
+    assert list(ts["queue_packets"]) == [1, 2, 1, 0]
+    assert list(ts["queue_bytes"]) == [1504, 3008, 1504, 0]
+    assert list(ts["qdelay_ms"].fillna(-1)) == [-1, -1, 2, 2]
 
 
 def test_a_mahimahi_log_is_moved_to_its_base_timestamp() -> None:
@@ -217,3 +226,34 @@ def test_labels_must_be_distinct(tmp_path: Path) -> None:
         analyze.analyse([analyze.load(log, "x"), analyze.load(log, "x")])
     assert analyze.parse_log_argument(f"emu={log}") == ("emu", log)
     assert analyze.parse_log_argument(str(log)) == (None, log)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("native")
+def test_a_real_emulator_log_and_a_simulator_log_of_one_path(tmp_path: Path) -> None:
+    """The same path simulated and emulated (root, TUN and the real-path binaries; skips
+    elsewhere, saying why): the two logs give the same columns in one report."""
+    from cellcc import api, realpath, validation
+
+    reasons = realpath.missing_requirements(bpf=False)
+    if reasons:
+        pytest.skip("real path unavailable: " + "; ".join(reasons))
+    trace = _write(tmp_path / "c.trace", "".join(f"{ms}\n" for ms in range(1, 1001)))
+    setup = validation.Setup(duration_s=5.0, delay_ms=20.0, queue_packets=200)
+    scheme = validation.SCHEMES["cubic"]
+    emu = realpath.run_emulated(
+        validation.emu_link(trace, trace, setup), cc="cubic", duration_s=5.0, out_dir=tmp_path
+    )
+    sim = api.simulate(validation.sim_scenario(scheme, trace, trace, setup))
+    sim_log = _write(tmp_path / "sim.log", sim.packet_log)
+    runs = [analyze.load(sim_log, "sim"), analyze.load(emu.downlink_log, "emu")]
+    result = analyze.analyse(runs)
+    by_run = {
+        label: rows.dropna(axis=1, how="all") for label, rows in result.summary.groupby("scheme")
+    }
+    assert list(by_run["sim"].columns) == list(by_run["emu"].columns)
+    assert (result.summary["link"] == "trace").all()
+    # Both runs fill most of the 12.032 Mbit/s link.
+    assert (result.summary["utilisation"] > 0.7).all(), result.summary
+    page = analyze.write(result, tmp_path / "report")
+    assert "<h2>emu</h2>" in page.read_text()

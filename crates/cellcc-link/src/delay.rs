@@ -348,7 +348,8 @@ mod tests {
         assert_eq!(d.delay_at(Time::from_ms(299)), Dur::from_ms(30));
         // After the last step the trace starts again.
         assert_eq!(d.delay_at(Time::from_ms(300)), Dur::from_ms(10));
-        assert_eq!(d.delay_at(Time::from_ms(1_250)), Dur::from_us(20_500));
+        // 1350 ms is step 13, the second value of the fifth repetition.
+        assert_eq!(d.delay_at(Time::from_ms(1_350)), Dur::from_us(20_500));
     }
 
     #[test]
