@@ -252,3 +252,36 @@ fn the_rtt_follows_the_delay_trace() {
         "{late:?}"
     );
 }
+
+/// Bad rates and delay traces are one line naming the option (and the file and line),
+/// exit status 2, before anything is set up (so no root is needed).
+#[test]
+fn bad_rates_and_delay_traces_are_exit_2() {
+    let dir = TempDir::new("badrate");
+    std::fs::write(dir.path("t"), "1\n").unwrap();
+    std::fs::write(dir.path("delays.txt"), "10\n\n20\n").unwrap();
+    let t = dir.s("t");
+    let delays = dir.s("delays.txt");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--downlink", &t, "--downlink-rate-mbps", "5", "--uplink", &t],
+            "--downlink-rate-mbps: give either --downlink TRACE or --downlink-rate-mbps R, not both",
+        ),
+        (&["--rate-mbps", "0", "--", "true"], "--rate-mbps"),
+        (&["--uplink", &t], "--downlink: missing the downlink capacity"),
+        (
+            &["--rate-mbps", "5", "--delay-trace", &delays],
+            "delays.txt:2: the line is blank",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = Command::new(EMU)
+            .args(args)
+            .output()
+            .expect("start cellcc-emu");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
