@@ -250,13 +250,15 @@ def write(
         files=[("summary.csv", summary_csv), ("timeseries.csv", series_csv)],
     )
     if analysis.summary["qdelay_p95_ms"].notna().any():
+        # Labels and the title are the user's text: drawn as written, never as mathtext.
+        drawn = analysis.summary.assign(scheme=analysis.summary["scheme"].map(plots.literal))
         for delay in ("qdelay_p95_ms", "qdelay_mean_ms"):
             figure = plots.throughput_delay_figure(
-                analysis.summary,
+                drawn,
                 delay=delay,
                 throughput="pantheon_throughput_mbps",
                 title="Throughput vs " + plots.DELAY_LABELS[delay].split(" (")[0].lower(),
-                subtitle=title,
+                subtitle=plots.literal(title),
             )
             path = plots.save(figure, out / f"throughput-vs-{delay.replace('_', '-')}.png")
             overview.plots.append(report.Plot(path, "Every log on one scatter", how))

@@ -176,13 +176,15 @@ def test_simulator_and_emulator_logs_give_the_same_columns(tmp_path: Path) -> No
     emu_log = _write(tmp_path / "emu.log", EMU_HEADER + _events(0))
     mm_log = _write(tmp_path / "mahimahi.log", MAHIMAHI_HEADER + _events(141))
     runs = [analyze.load(p, p.stem) for p in (sim_log, emu_log, mm_log)]
+    # A label with a dollar sign is drawn as written (matplotlib would read mathtext).
+    runs.append(analyze.load(emu_log, "$\\frac{"))
     result = analyze.analyse(runs, bin_ms=100)
     rows = {
         r.label: mmlog.run_summary(r.log) for r in runs
     }  # each log alone gives the same keys as in the shared table
     assert len({tuple(r) for r in rows.values()}) == 1
     assert list(result.summary.columns) == ["scheme", *rows["sim"]]
-    assert set(result.timeseries["scheme"]) == {"sim", "emu", "mahimahi"}
+    assert set(result.timeseries["scheme"]) == {"sim", "emu", "mahimahi", "$\\frac{"}
     columns = {
         label: list(
             result.timeseries[result.timeseries["scheme"] == label]
@@ -192,7 +194,7 @@ def test_simulator_and_emulator_logs_give_the_same_columns(tmp_path: Path) -> No
         for label in ("emu", "mahimahi")
     }
     assert columns["emu"] == columns["mahimahi"]
-    page = analyze.write(result, tmp_path / "out", command="cellcc analyze ...")
+    page = analyze.write(result, tmp_path / "out", command="cellcc analyze ...", title="$x")
     text = page.read_text()
     for label in ("sim", "emu", "mahimahi"):
         assert f"<h2>{label}</h2>" in text
