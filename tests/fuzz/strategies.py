@@ -255,6 +255,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("compare",): ["--trace", "--schemes", "--delay-ms", "--queue", "--duration", "--seed",
                    "--runs", "--bin-ms", "--out"],
     ("schemes",): ["--names", "--json"],
+    ("analyze",): ["FILE", "--out", "--bin-ms", "--title"],
     ("traces", "info"): ["FILE"],
     ("traces", "synth"): ["PRESET", "--model", "--out", "--seed", "--duration", "--speed-kmh",
                           "--rate-mbps", "--base-mbps", "--factor", "--param", "--config"],

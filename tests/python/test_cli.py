@@ -136,7 +136,7 @@ def test_python_dash_m_cellcc_help():
         [sys.executable, "-m", "cellcc", "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    for command in ("run", "compare", "traces", "demo", "schemes"):
+    for command in ("run", "compare", "analyze", "traces", "demo", "schemes"):
         assert command in done.stdout
 
 

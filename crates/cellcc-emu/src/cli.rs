@@ -10,10 +10,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cellcc_link::{
-    AqmVariant, BernoulliLoss, CodelConfig, PieConfig, QueueSpec, ResolvedScheduling,
-    SchedulingConfig, Trace, TraceError, TraceMode,
+    AqmVariant, BernoulliLoss, CodelConfig, DelayTrace, DelayTraceError, LinkService, PieConfig,
+    QueueSpec, ResolvedScheduling, SchedulingConfig, Trace, TraceError, TraceMode, MAX_RATE_MBPS,
+    MIN_RATE_MBPS,
 };
-use cellcc_units::Dur;
+use cellcc_units::{Bandwidth, Dur};
 use clap::{Parser, ValueEnum};
 
 use crate::privs::{self, RunAs};
@@ -41,12 +42,32 @@ pub struct EmuArgs {
     /// One-way propagation delay in ms, each direction (mm-delay); decimals allowed.
     #[arg(long, value_name = "MS", default_value = "0", value_parser = parse_delay)]
     pub delay: Dur,
+    /// One-way delay that varies with time, each direction, instead of --delay
+    /// (mm-file-delay): one delay in ms per line, line k for packets entering the delay
+    /// in [k x step, (k+1) x step) ms; the file loops.
+    #[arg(long, value_name = "FILE", conflicts_with = "delay")]
+    pub delay_trace: Option<PathBuf>,
+    /// Time each line of --delay-trace holds for, whole ms (mm-file-delay's
+    /// time_resolution_ms).
+    #[arg(long, value_name = "MS", default_value_t = 1, requires = "delay_trace",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub delay_trace_step: u64,
     /// Mahimahi trace of the uplink (client -> server).
     #[arg(long, value_name = "TRACE")]
-    pub uplink: PathBuf,
+    pub uplink: Option<PathBuf>,
     /// Mahimahi trace of the downlink (server -> client).
     #[arg(long, value_name = "TRACE")]
-    pub downlink: PathBuf,
+    pub downlink: Option<PathBuf>,
+    /// Constant-rate uplink instead of a trace, Mbit/s (the simulator's `rate_mbps`).
+    #[arg(long, value_name = "MBPS", value_parser = parse_rate)]
+    pub uplink_rate_mbps: Option<f64>,
+    /// Constant-rate downlink instead of a trace, Mbit/s.
+    #[arg(long, value_name = "MBPS", value_parser = parse_rate)]
+    pub downlink_rate_mbps: Option<f64>,
+    /// Constant rate of both directions, Mbit/s: shorthand for --uplink-rate-mbps R
+    /// --downlink-rate-mbps R.
+    #[arg(long, value_name = "MBPS", value_parser = parse_rate)]
+    pub rate_mbps: Option<f64>,
     /// Uplink queue discipline.
     #[arg(long, value_enum, default_value_t = QueueKind::Infinite)]
     pub uplink_queue: QueueKind,
@@ -149,6 +170,9 @@ pub enum UsageError {
     /// A trace file could not be read or parsed.
     #[error("{0}")]
     Trace(#[from] TraceError),
+    /// A delay trace could not be read or parsed.
+    #[error("--delay-trace: {0}")]
+    DelayTrace(#[from] DelayTraceError),
 }
 
 fn arg_error(option: &str, message: impl Into<String>) -> UsageError {
@@ -167,6 +191,20 @@ fn parse_delay(s: &str) -> Result<Dur, String> {
         return Err(format!("{s} ms must be between 0 and {MAX_DELAY_MS} ms"));
     }
     Ok(Dur::from_ns((ms * 1e6).round() as u64))
+}
+
+/// A constant rate in Mbit/s, within the simulator's bounds on `rate_mbps`.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let mbps: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a rate in Mbit/s (e.g. 24 or 1.5)"))?;
+    if !(mbps.is_finite() && (MIN_RATE_MBPS..=MAX_RATE_MBPS).contains(&mbps)) {
+        return Err(format!(
+            "{s} Mbit/s must be between {MIN_RATE_MBPS} and {MAX_RATE_MBPS} Mbit/s"
+        ));
+    }
+    Ok(mbps)
 }
 
 fn parse_probability(s: &str) -> Result<f64, String> {
@@ -284,11 +322,78 @@ pub fn parse_queue(kind: QueueKind, args: &str, option: &str) -> Result<QueueSpe
     Ok(spec)
 }
 
+/// What a direction's link sends at.
+#[derive(Debug, Clone)]
+pub enum Capacity {
+    /// A Mahimahi trace of delivery opportunities (1504 bytes each; packets charged
+    /// IP length + 4).
+    Trace(Arc<Trace>),
+    /// A constant rate, served as the simulator's `rate_mbps` link: a work-conserving
+    /// serialiser charging the IP length.
+    Rate(Bandwidth),
+}
+
+impl Capacity {
+    /// The link service of this capacity; `mode` applies to a trace.
+    pub fn service(&self, mode: TraceMode) -> LinkService {
+        match self {
+            Capacity::Trace(trace) => LinkService::trace(trace.clone(), mode),
+            Capacity::Rate(rate) => LinkService::constant(*rate),
+        }
+    }
+
+    /// The trace file name, or the rate (`24 Mbit/s`).
+    pub fn label(&self) -> String {
+        match self {
+            Capacity::Trace(trace) => trace.name().to_string(),
+            Capacity::Rate(rate) => format!("{} Mbit/s", rate.bits_per_sec as f64 / 1e6),
+        }
+    }
+
+    /// The trace, if the capacity is one.
+    pub fn trace(&self) -> Option<&Arc<Trace>> {
+        match self {
+            Capacity::Trace(trace) => Some(trace),
+            Capacity::Rate(_) => None,
+        }
+    }
+}
+
+/// The capacity of one direction from its trace and rate options: exactly one.
+fn capacity(
+    way: &str,
+    trace: Option<&PathBuf>,
+    rate_mbps: Option<f64>,
+    both_rate_mbps: Option<f64>,
+) -> Result<Capacity, UsageError> {
+    let rate_option = format!("--{way}-rate-mbps");
+    match (trace, rate_mbps, both_rate_mbps) {
+        (Some(_), Some(_), _) => Err(arg_error(
+            &rate_option,
+            format!("give either --{way} TRACE or {rate_option} R, not both"),
+        )),
+        (Some(_), None, Some(_)) => Err(arg_error(
+            "--rate-mbps",
+            format!("sets both directions, but --{way} gives a trace; use {rate_option} for one direction"),
+        )),
+        (None, Some(_), Some(_)) => Err(arg_error(
+            "--rate-mbps",
+            format!("sets both directions; give it or {rate_option}, not both"),
+        )),
+        (Some(path), None, None) => Ok(Capacity::Trace(Arc::new(Trace::from_file(path)?))),
+        (None, Some(r), None) | (None, None, Some(r)) => Ok(Capacity::Rate(Bandwidth::from_mbps(r))),
+        (None, None, None) => Err(arg_error(
+            &format!("--{way}"),
+            format!("missing the {way} capacity: give --{way} TRACE, {rate_option} R or --rate-mbps R"),
+        )),
+    }
+}
+
 /// The validated configuration of one direction.
 #[derive(Debug, Clone)]
 pub struct DirectionConfig {
-    /// The direction's trace of delivery opportunities.
-    pub trace: Arc<Trace>,
+    /// The direction's capacity: a trace of delivery opportunities or a constant rate.
+    pub capacity: Capacity,
     /// The direction's queue discipline, validated.
     pub queue: QueueSpec,
     /// Loss on entry to the direction (mm-loss).
@@ -324,6 +429,8 @@ pub struct EmuConfig {
     pub downlink: DirectionConfig,
     /// Who the commands run as (`--user`, `SUDO_UID`, or the emulator's user).
     pub run_as: RunAs,
+    /// The time-varying delay of both directions (`--delay-trace`), if any.
+    pub delay_trace: Option<Arc<DelayTrace>>,
 }
 
 impl EmuArgs {
@@ -357,8 +464,31 @@ impl EmuArgs {
                 ));
             }
         }
+        let uplink_capacity = capacity(
+            "uplink",
+            self.uplink.as_ref(),
+            self.uplink_rate_mbps,
+            self.rate_mbps,
+        )?;
+        let downlink_capacity = capacity(
+            "downlink",
+            self.downlink.as_ref(),
+            self.downlink_rate_mbps,
+            self.rate_mbps,
+        )?;
+        if self.once && uplink_capacity.trace().is_none() && downlink_capacity.trace().is_none() {
+            return Err(arg_error(
+                "--once",
+                "applies to trace links, and both directions have a constant rate",
+            ));
+        }
+        let delay_trace = self
+            .delay_trace
+            .as_ref()
+            .map(|path| DelayTrace::from_file(path, self.delay_trace_step).map(Arc::new))
+            .transpose()?;
         let uplink = DirectionConfig {
-            trace: Arc::new(Trace::from_file(&self.uplink)?),
+            capacity: uplink_capacity,
             queue: parse_queue(
                 self.uplink_queue,
                 &self.uplink_queue_args,
@@ -369,7 +499,7 @@ impl EmuArgs {
             sched: parse_sched(self.uplink_sched.as_deref(), "--uplink-sched")?,
         };
         let downlink = DirectionConfig {
-            trace: Arc::new(Trace::from_file(&self.downlink)?),
+            capacity: downlink_capacity,
             queue: parse_queue(
                 self.downlink_queue,
                 &self.downlink_queue_args,
@@ -391,6 +521,7 @@ impl EmuArgs {
             uplink,
             downlink,
             run_as,
+            delay_trace,
         })
     }
 }
@@ -434,212 +565,4 @@ pub fn queue_description(spec: &QueueSpec) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(args: &[&str]) -> Result<EmuArgs, clap::Error> {
-        EmuArgs::try_parse_from(std::iter::once("cellcc-emu").chain(args.iter().copied()))
-    }
-
-    #[test]
-    fn mm_link_shape_parses() {
-        let a = parse(&[
-            "--delay",
-            "20",
-            "--uplink",
-            "up",
-            "--downlink",
-            "down",
-            "--downlink-queue=droptail",
-            "--downlink-queue-args=packets=400",
-            "--",
-            "ping",
-            "-c",
-            "1",
-        ])
-        .unwrap();
-        assert_eq!(a.delay, Dur::from_ms(20));
-        assert_eq!(a.downlink_queue, QueueKind::Droptail);
-        assert_eq!(a.uplink_queue, QueueKind::Infinite);
-        assert_eq!(a.command, ["ping", "-c", "1"]);
-        assert_eq!(a.server_addr, Ipv4Addr::new(10, 64, 0, 1));
-        assert_eq!(a.client_addr, Ipv4Addr::new(10, 64, 0, 2));
-    }
-
-    #[test]
-    fn fractional_delay_and_bad_numbers() {
-        let a = parse(&["--delay", "2.5", "--uplink", "u", "--downlink", "d"]).unwrap();
-        assert_eq!(a.delay, Dur::from_us(2500));
-        assert!(parse(&["--delay", "-1", "--uplink", "u", "--downlink", "d"]).is_err());
-        assert!(parse(&["--delay", "abc", "--uplink", "u", "--downlink", "d"]).is_err());
-        let e = parse(&["--uplink-loss", "1.5", "--uplink", "u", "--downlink", "d"]).unwrap_err();
-        assert!(e.to_string().contains("--uplink-loss"), "{e}");
-        assert_eq!(e.exit_code(), EXIT_USAGE);
-    }
-
-    #[test]
-    fn missing_trace_is_a_usage_error() {
-        let e = parse(&["--uplink", "u"]).unwrap_err();
-        assert!(e.to_string().contains("--downlink"), "{e}");
-        assert_eq!(e.exit_code(), EXIT_USAGE);
-    }
-
-    #[test]
-    fn queue_args_in_mahimahi_spelling() {
-        assert_eq!(
-            parse_queue(QueueKind::Droptail, "packets=400, bytes=60000", "--q").unwrap(),
-            QueueSpec::DropTail {
-                packets: Some(400),
-                bytes: Some(60000)
-            }
-        );
-        assert_eq!(
-            parse_queue(QueueKind::Drophead, "bytes=3000", "--q").unwrap(),
-            QueueSpec::DropHead {
-                packets: None,
-                bytes: Some(3000)
-            }
-        );
-        let QueueSpec::Codel(c) = parse_queue(
-            QueueKind::Codel,
-            "target=5, interval=100, packets=1000",
-            "--q",
-        )
-        .unwrap() else {
-            panic!("expected codel");
-        };
-        assert_eq!(
-            (c.variant, c.target_ms, c.interval_ms),
-            (AqmVariant::Mahimahi, 5, 100)
-        );
-        assert_eq!(c.packets, Some(1000));
-        let QueueSpec::Pie(p) = parse_queue(
-            QueueKind::Pie,
-            "qdelay_ref=20, max_burst=100, packets=200, variant=rfc",
-            "--q",
-        )
-        .unwrap() else {
-            panic!("expected pie");
-        };
-        assert_eq!(
-            (p.variant, p.qdelay_ref_ms, p.max_burst_ms),
-            (AqmVariant::Rfc, 20, 100)
-        );
-        assert_eq!(
-            parse_queue(QueueKind::Infinite, "", "--q").unwrap(),
-            QueueSpec::Infinite
-        );
-    }
-
-    #[test]
-    fn bad_queue_args_name_the_option_and_the_problem() {
-        let msg = |kind, args| {
-            parse_queue(kind, args, "--downlink-queue-args")
-                .unwrap_err()
-                .to_string()
-        };
-        let m = msg(QueueKind::Droptail, "");
-        assert!(
-            m.starts_with("--downlink-queue-args:") && m.contains("limit"),
-            "{m}"
-        );
-        let m = msg(QueueKind::Droptail, "packets=lots");
-        assert!(
-            m.contains("packets=lots") && m.contains("whole number"),
-            "{m}"
-        );
-        let m = msg(QueueKind::Droptail, "packet=10");
-        assert!(
-            m.contains("unknown argument `packet`") && m.contains("packets, bytes"),
-            "{m}"
-        );
-        let m = msg(QueueKind::Infinite, "packets=10");
-        assert!(m.contains("takes no arguments"), "{m}");
-        let m = msg(QueueKind::Droptail, "packets=0");
-        assert!(m.contains("packets"), "{m}");
-        let m = msg(QueueKind::Droptail, "packets");
-        assert!(m.contains("name=value"), "{m}");
-        let m = msg(QueueKind::Droptail, "packets=1, packets=2");
-        assert!(m.contains("twice"), "{m}");
-        let m = msg(QueueKind::Codel, "variant=linux");
-        assert!(m.contains("mahimahi or rfc"), "{m}");
-    }
-
-    #[test]
-    fn malformed_trace_names_file_and_line() {
-        let dir = std::env::temp_dir().join(format!("cellcc-emu-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let bad = dir.join("bad.trace");
-        std::fs::write(&bad, "1\n2\nx3\n").unwrap();
-        let good = dir.join("good.trace");
-        std::fs::write(&good, "1\n").unwrap();
-        let a = parse(&[
-            "--uplink",
-            good.to_str().unwrap(),
-            "--downlink",
-            bad.to_str().unwrap(),
-        ])
-        .unwrap();
-        let e = a.validate().unwrap_err().to_string();
-        assert!(e.contains("bad.trace:3:"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_missing_client_program_is_a_usage_error() {
-        assert!(program_exists(std::ffi::OsStr::new("sh")));
-        assert!(!program_exists(std::ffi::OsStr::new("no-such-program-xyz")));
-        assert!(!program_exists(std::ffi::OsStr::new("./no/such/program")));
-        // A file that is not executable.
-        use std::os::unix::fs::PermissionsExt;
-        let file = std::env::temp_dir().join(format!("cellcc-emu-noexec-{}", std::process::id()));
-        std::fs::write(&file, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(!program_exists(file.as_os_str()));
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(program_exists(file.as_os_str()));
-        std::fs::remove_file(&file).unwrap();
-    }
-
-    #[test]
-    fn identical_addresses_are_refused() {
-        let a = parse(&[
-            "--uplink",
-            "u",
-            "--downlink",
-            "d",
-            "--server-addr",
-            "10.1.1.1",
-            "--client-addr",
-            "10.1.1.1",
-        ])
-        .unwrap();
-        let e = a.validate().unwrap_err().to_string();
-        assert!(e.starts_with("--client-addr"), "{e}");
-    }
-
-    #[test]
-    fn scheduling_presets_resolve_and_unknown_ones_are_listed() {
-        assert!(parse_sched(Some("lte-fdd-sr10"), "--uplink-sched")
-            .unwrap()
-            .is_some());
-        assert!(parse_sched(None, "--uplink-sched").unwrap().is_none());
-        let e = parse_sched(Some("lte-fast"), "--uplink-sched")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("--uplink-sched:") && e.contains("lte-fdd-sr5"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn queue_descriptions_use_mahimahi_spelling() {
-        let spec = QueueSpec::DropTail {
-            packets: Some(400),
-            bytes: None,
-        };
-        assert_eq!(queue_description(&spec), "droptail [packets=400]");
-        assert_eq!(queue_description(&QueueSpec::Infinite), "infinite");
-    }
-}
+mod tests;

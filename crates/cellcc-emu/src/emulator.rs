@@ -26,7 +26,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::Path;
 use std::time::Duration;
 
-use cellcc_link::{Link, LinkService};
+use cellcc_link::Link;
 use cellcc_units::Time;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -314,7 +314,7 @@ impl Side {
     ) -> Result<Side, EmuError> {
         let seed = config.args.seed;
         let link = Link::try_with_seed(
-            LinkService::trace(dir.trace.clone(), config.mode),
+            dir.capacity.service(config.mode),
             dir.queue.clone(),
             seed.wrapping_mul(2).wrapping_add(stream),
         )
@@ -325,11 +325,16 @@ impl Side {
         header.queue = queue_description(&dir.queue);
         let log = match log_out {
             Some(out) => {
-                let cursor = OpportunityCursor::new(dir.trace.clone(), config.mode);
+                // A constant-rate link has no opportunities to list (as the simulator's
+                // log of one).
+                let cursor = dir
+                    .capacity
+                    .trace()
+                    .map(|trace| OpportunityCursor::new(trace.clone(), config.mode));
                 // Off the event loop: a file write may sleep under writeback.
                 let writer = OffThreadWriter::spawn(out, &format!("{}-log", way.name()))?;
                 let boxed: Box<dyn Write + Send> = Box::new(writer);
-                Some(MmLog::new(boxed, &header, Some(cursor))?)
+                Some(MmLog::new(boxed, &header, cursor)?)
             }
             None => None,
         };
@@ -341,6 +346,9 @@ impl Side {
             ChaCha8Rng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(stream)),
             log,
         );
+        if let Some(trace) = &config.delay_trace {
+            direction = direction.with_delay_trace(trace.clone());
+        }
         if let Some(sched) = &dir.sched {
             direction = direction.with_gate(match way {
                 Way::Downlink => Box::new(sched.downlink_gate()),
@@ -508,7 +516,7 @@ fn summarise(
     let (user, system) = sys::cpu_times_s();
     let duration_s = end.as_secs_f64();
     let direction = |side: &Side, dir: &DirectionConfig| DirectionSummary {
-        trace: dir.trace.name().to_string(),
+        trace: dir.capacity.label(),
         queue: queue_description(&dir.queue),
         loss: dir.loss.p(),
         sched: dir.sched.as_ref().map(|s| s.preset.name.to_string()),
@@ -524,6 +532,7 @@ fn summarise(
         version: env!("CARGO_PKG_VERSION"),
         command_line: command_line.to_string(),
         delay_ms: config.args.delay.as_ns() as f64 / 1e6,
+        delay_trace: config.delay_trace.as_ref().map(|d| d.name().to_string()),
         duration_s,
         cpu_user_s: user,
         cpu_system_s: system,

@@ -11,6 +11,11 @@
 //! (`crates/cellcc-link/src/cellular`): the base station's `DownlinkGate` after the
 //! downlink link, the UE's `UplinkGrant` after the uplink link.
 //!
+//! With a delay trace ([`Direction::with_delay_trace`], `mm-file-delay`) the delay of
+//! each packet is the trace's value at the time it enters the delay stage (its read time
+//! on the downlink, its departure from the link or gate on the uplink); the stage stays
+//! FIFO.
+//!
 //! Loss (one `mm-loss` shell per direction) is drawn as the packet enters the direction,
 //! from a seeded ChaCha8 stream. The emulator feeds packets with [`Direction::ingress`]
 //! at their read time, calls [`Direction::advance`] at (or after) [`Direction::next_wakeup`],
@@ -25,7 +30,9 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use cellcc_link::{BernoulliLoss, DelayLine, EnqueueResult, Link, Stage};
+use std::sync::Arc;
+
+use cellcc_link::{BernoulliLoss, DelayLine, DelayTrace, EnqueueResult, Link, Stage};
 use cellcc_units::Time;
 use rand_chacha::ChaCha8Rng;
 
@@ -83,6 +90,8 @@ pub struct Direction<T> {
     loss: BernoulliLoss,
     rng: ChaCha8Rng,
     delay: DelayLine<(T, u32)>,
+    /// Time-varying delay replacing the fixed one, if any.
+    delay_trace: Option<Arc<DelayTrace>>,
     link: Link<T>,
     /// Cellular scheduling stage after the link, if any.
     gate: Option<Box<dyn Stage<T> + Send>>,
@@ -110,6 +119,7 @@ impl<T> Direction<T> {
             loss,
             rng,
             delay: DelayLine::new(delay),
+            delay_trace: None,
             link,
             gate: None,
             ready: VecDeque::new(),
@@ -122,6 +132,13 @@ impl<T> Direction<T> {
     /// Puts a cellular scheduling stage after the link.
     pub fn with_gate(mut self, gate: Box<dyn Stage<T> + Send>) -> Self {
         self.gate = Some(gate);
+        self
+    }
+
+    /// Delays each packet by `trace`'s value at the time it enters the delay stage,
+    /// instead of the fixed delay.
+    pub fn with_delay_trace(mut self, trace: Arc<DelayTrace>) -> Self {
+        self.delay_trace = Some(trace);
         self
     }
 
@@ -139,7 +156,7 @@ impl<T> Direction<T> {
             return;
         }
         match self.way {
-            Way::Downlink => self.delay.push(now, (item, ip_len)),
+            Way::Downlink => self.delay_push(now, item, ip_len),
             Way::Uplink => self.offer_to_link(now, item, ip_len),
         }
     }
@@ -249,7 +266,17 @@ impl<T> Direction<T> {
                 ip_len,
                 due: at,
             }),
-            Way::Uplink => self.delay.push(at, (item, ip_len)),
+            Way::Uplink => self.delay_push(at, item, ip_len),
+        }
+    }
+
+    /// A packet enters the delay stage at `at`.
+    fn delay_push(&mut self, at: Time, item: T, ip_len: u32) {
+        match &self.delay_trace {
+            Some(trace) => self
+                .delay
+                .push_with_delay(at, trace.delay_at(at), (item, ip_len)),
+            None => self.delay.push(at, (item, ip_len)),
         }
     }
 
@@ -413,6 +440,29 @@ mod tests {
         assert_eq!(out.len(), 1);
         // At least link (1 ms) + grant and transmission (8 ms) + delay (10 ms).
         assert!(out[0].1 >= 19, "{out:?}");
+    }
+
+    #[test]
+    fn a_delay_trace_delays_each_packet_by_its_value_at_arrival() {
+        // Delays 10 ms in [0, 5) ms, 2 ms in [5, 10) ms. Downlink: the delay is taken at
+        // the read time. A packet read at 1 ms reaches the link at 11 ms (served at 12);
+        // one read at 6 ms would reach it at 8 ms but the stage is FIFO, so it follows
+        // at 11 ms (served at 13); one read at 12 ms (step 2, the trace looped: 10 ms)
+        // reaches it at 22 (served at 23).
+        let trace =
+            Arc::new(DelayTrace::new("d", 5, vec![Dur::from_ms(10), Dur::from_ms(2)]).unwrap());
+        let mut down = direction(Way::Downlink, vec![1], 0, QueueSpec::Infinite)
+            .with_delay_trace(trace.clone());
+        down.ingress(Time::from_ms(1), 1, 1500);
+        down.ingress(Time::from_ms(6), 2, 1500);
+        down.ingress(Time::from_ms(12), 3, 1500);
+        assert_eq!(drain(&mut down), [(1, 12), (2, 13), (3, 23)]);
+        // Uplink: the delay is taken when the packet leaves the link. Read at 4.5 ms, it
+        // leaves the link at 5 ms and takes that step's 2 ms.
+        let mut up =
+            direction(Way::Uplink, vec![1], 0, QueueSpec::Infinite).with_delay_trace(trace);
+        up.ingress(Time::from_us(4_500), 7, 1500);
+        assert_eq!(drain(&mut up), [(7, 7)]);
     }
 
     #[test]

@@ -125,7 +125,7 @@ pub struct LatenessSummary {
 /// One direction in the summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct DirectionSummary {
-    /// The trace's file name.
+    /// The trace's file name, or the constant rate (`24 Mbit/s`).
     pub trace: String,
     /// The queue in Mahimahi's spelling (`droptail [packets=400]`).
     pub queue: String,
@@ -153,8 +153,10 @@ pub struct Summary {
     pub version: &'static str,
     /// The command line as run.
     pub command_line: String,
-    /// Emulated one-way delay, ms.
+    /// Emulated one-way delay, ms (0 with a delay trace).
     pub delay_ms: f64,
+    /// The delay trace (`--delay-trace`), if any.
+    pub delay_trace: Option<String>,
     /// Wall time from emulator time 0 to the end of the event loop, s.
     pub duration_s: f64,
     /// User CPU time of the emulator process, s.

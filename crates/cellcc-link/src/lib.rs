@@ -84,7 +84,10 @@ pub use cellular::{
     preset, BurstStats, DownlinkGate, DownlinkGateConfig, GrantStats, Preset, ResolvedScheduling,
     SchedulingConfig, TddConfig, TddOverride, UplinkGrant, UplinkGrantConfig, PRESETS,
 };
-pub use delay::DelayLine;
+pub use delay::{
+    DelayLine, DelayTrace, DelayTraceError, MAX_DELAY_STEP_MS, MAX_DELAY_TRACE_VALUES,
+    MAX_TRACE_DELAY_MS,
+};
 pub use discipline::{QueueSpec, QueueSpecError};
 pub use impair::{
     Harq, HarqConfig, HarqStats, Jitter, JitterConfig, OutageConfig, OutageKind, OutageWindow,
@@ -97,7 +100,9 @@ pub use loss::{
 pub use params::ParamError;
 pub use queue::{DropReason, DroppedPacket, Fifo, Limits, Overflow, PacketQueue, Queued};
 pub use release::ReleaseQueue;
-pub use service::{LinkConfigError, LinkService, MAHIMAHI_FRAMING_BYTES};
+pub use service::{
+    LinkConfigError, LinkService, MAHIMAHI_FRAMING_BYTES, MAX_RATE_MBPS, MIN_RATE_MBPS,
+};
 pub use stage::{Delay, Released, Stage};
 pub use trace::{
     Trace, TraceError, TraceMode, TraceStats, MAX_TRACE_LINE_BYTES, MAX_TRACE_OPPORTUNITIES,

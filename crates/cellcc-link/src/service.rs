@@ -24,6 +24,13 @@ use crate::trace::{Position, Trace, TraceMode, OPPORTUNITY_BYTES};
 /// 1504-byte opportunity and a 52-byte ACK costs 56.
 pub const MAHIMAHI_FRAMING_BYTES: u32 = 4;
 
+/// Slowest constant-rate link: 1 kbit/s. Below it a 1500-byte packet takes over 12 s,
+/// and rates round to whole bit/s (5e-7 Mbit/s is 0 bit/s). The scenario loader and
+/// the emulator's `--rate-mbps` share this bound.
+pub const MIN_RATE_MBPS: f64 = 0.001;
+/// Fastest constant-rate link: 1 Tbit/s (a 1500-byte packet then takes 12 ns).
+pub const MAX_RATE_MBPS: f64 = 1_000_000.0;
+
 /// What limits how fast the link sends.
 #[derive(Clone, Debug)]
 pub enum LinkService {

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from cellcc.cli import (
+    analyze,
     compare,
     demo,
     experiments,
@@ -64,7 +65,7 @@ def _root(
 
 
 # The order of registration is the order of `cellcc --help` (commands, then groups).
-for _module in (run, compare, traces, demo, schemes, sweep, reproduce, experiments, real):
+for _module in (run, compare, analyze, traces, demo, schemes, sweep, reproduce, experiments, real):
     _module.register(app)
 
 

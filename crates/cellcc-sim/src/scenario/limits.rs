@@ -22,11 +22,11 @@ pub const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 /// Longest fixed delay (propagation, scheduling, HARQ round trip, jitter parameter,
 /// TCP timer): one minute, far beyond any radio or satellite path.
 pub const MAX_DELAY_MS: f64 = 60_000.0;
-/// Slowest link or source: 1 kbit/s. Below it a 1500-byte packet takes over 12 s, and
-/// rates round to whole bit/s (5e-7 Mbit/s is 0 bit/s).
-pub const MIN_RATE_MBPS: f64 = 0.001;
-/// Fastest link or source: 1 Tbit/s (a 1500-byte packet then takes 12 ns).
-pub const MAX_RATE_MBPS: f64 = 1_000_000.0;
+/// Slowest link or source: 1 kbit/s (the link crate's bound, which the emulator's
+/// `--rate-mbps` shares; its reason is there).
+pub const MIN_RATE_MBPS: f64 = cellcc_link::MIN_RATE_MBPS;
+/// Fastest link or source: 1 Tbit/s.
+pub const MAX_RATE_MBPS: f64 = cellcc_link::MAX_RATE_MBPS;
 /// Narrowest time-series bin: 1 µs (a narrower one rounds towards 0 ns).
 pub const MIN_BIN_MS: f64 = 0.001;
 /// Largest trace `scale`: every opportunity offered 100 times (C2TCP triples a trace).
