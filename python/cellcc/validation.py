@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from cellcc import api, mmlog, plots, realpath, report
+from cellcc import api, kernel_policy, mmlog, plots, realpath, report
 from cellcc.results import json_ready, provenance, write_csv_atomic, write_json_atomic
 
 THROUGHPUT_TOLERANCE = 0.10
@@ -73,6 +73,15 @@ SCHEMES: dict[str, RealScheme] = {
             kernel_params={"t_buff_us": 40_000},
         ),
         RealScheme("cesar", "cellcc_cesar", "cesar", bpf="cesar"),
+        # A per-interval Python policy: the same class on both sides; on the real side
+        # cellcc_policy carries it (cellcc.kernel_policy, docs/python-cc.md).
+        RealScheme(
+            "aimd",
+            kernel_policy.KERNEL_CC,
+            "cellcc.pycc.reference:Aimd",
+            bpf="policy",
+            kernel_params={"interval_us": 20_000, "initial_cwnd": 10},
+        ),
     )
 }
 
@@ -213,6 +222,21 @@ def compare_row(
     return row
 
 
+def run_emulated(
+    scheme: RealScheme, link: realpath.EmuLink, duration_s: float, out_dir: Path
+) -> realpath.EmuRun:
+    """The real side of one pair; a per-interval policy runs in this process
+    (:class:`kernel_policy.PolicyDriver`) for the flow's length."""
+    if scheme.kernel_cc != kernel_policy.KERNEL_CC:
+        return realpath.run_emulated(
+            link, cc=scheme.kernel_cc, duration_s=duration_s, out_dir=out_dir
+        )
+    with kernel_policy.PolicyDriver(scheme.sim_scheme, scheme.sim_params):
+        return realpath.run_emulated(
+            link, cc=scheme.kernel_cc, duration_s=duration_s, out_dir=out_dir
+        )
+
+
 def run_pair(
     scheme: RealScheme, trace: str, traces_dir: Path, setup: Setup, out_dir: Path
 ) -> dict[str, Any]:
@@ -222,9 +246,7 @@ def run_pair(
     pair_dir.mkdir(parents=True, exist_ok=True)
 
     link = emu_link(down, up, setup)
-    emu = realpath.run_emulated(
-        link, cc=scheme.kernel_cc, duration_s=setup.duration_s, out_dir=pair_dir
-    )
+    emu = run_emulated(scheme, link, setup.duration_s, pair_dir)
     real_log = mmlog.read(emu.downlink_log)
     real, real_series = measure(real_log, setup.duration_s)
     first_ms = int(real_log.arrivals_ms[0])

@@ -155,7 +155,9 @@ fn load_object(session: &mut Session, stem: &str, algos: &[&Algo]) -> Result<()>
                 map.update(&0u32.to_ne_bytes(), &a.builtin, MapFlags::ANY)
                     .context(format!("writing {name}[0]"))?;
             }
-            if ["defaults", "params", "stats"]
+            // `reports` and `decide`: the ring buffer and decision map of per-interval
+            // policies (bpf/policy.bpf.c, `cellcc-kernel policy-io`).
+            if ["defaults", "params", "stats", "reports", "decide"]
                 .iter()
                 .any(|s| name == a.map_name(s))
             {

@@ -10,6 +10,7 @@ mod loader;
 mod objects;
 #[cfg(test)]
 mod parity;
+mod policy_io;
 mod signals;
 mod system;
 mod tune;
@@ -71,6 +72,10 @@ enum Command {
         #[arg(long, value_name = "MS")]
         watch: Option<u64>,
     },
+    /// The user-space end of `cellcc_policy`: print its per-interval reports as JSON
+    /// lines on stdout, and write the decisions read from stdin (`FLOW SEQ CWND
+    /// PACING_BYTES_PER_S`) into its decision map, until stdin closes.
+    PolicyIo,
     /// Run the C2TCP Tuner (JSAC Algorithm 3) for every live cellcc_c2tcp connection.
     Tune {
         /// Target average RTT in ms for every flow (default: each flow's target_us).
@@ -135,6 +140,7 @@ fn run(cli: Cli) -> Result<()> {
             let algos = objects::select(&all, &algo.into_iter().collect::<Vec<_>>())?;
             control::stats(&algos, json, watch)
         }
+        Command::PolicyIo => policy_io::run(),
         Command::Tune {
             target_ms,
             period_ms,

@@ -315,7 +315,7 @@ fn cesar_builtin_params_are_cesar_config_default() {
 /// The source parser reads what the compiler put in `.rodata`.
 #[test]
 fn object_and_source_agree() {
-    for algo in ["c2tcp", "proprate", "cesar"] {
+    for algo in ["c2tcp", "proprate", "cesar", "policy"] {
         let Some(object) = from_object(algo) else {
             println!("skipped: no embedded BPF objects");
             return;
