@@ -60,7 +60,7 @@ struct policy_stats {
 	__u64 late;		/* boundaries at which the previous report had no decision yet */
 	__u64 last_seq;		/* number of the last report (1, 2, ...) */
 	__u64 applied_seq;	/* report number the last applied decision answered */
-	__u64 pacing_rate_Bps;	/* sk_pacing_rate, bytes/s */
+	__u64 pacing_rate_Bps;	/* sk_pacing_rate, bytes/s; 0 without pacing */
 	__u64 updated_us;	/* tcp_mstamp of the last update */
 	__u32 cwnd;
 	__u32 interval_us;	/* interval in use */
@@ -83,7 +83,7 @@ struct policy_report {
 	__u64 sent_bytes;	/* tp->bytes_sent advance (retransmissions included) */
 	__u64 rtt_samples;
 	__u64 rtt_sum_us;
-	__u64 pacing_rate_Bps;	/* sk_pacing_rate at the boundary */
+	__u64 pacing_rate_Bps;	/* sk_pacing_rate at the boundary; 0 without pacing */
 	__u32 rtt_min_us;	/* over the interval's samples (0 when rtt_samples = 0) */
 	__u32 rtt_max_us;
 	__u32 rtt_first_us;
@@ -175,6 +175,13 @@ static __always_inline __u32 policy_interval_of(const struct cellcc_flow_key *ke
 	return iv < POLICY_MIN_INTERVAL_US ? POLICY_MIN_INTERVAL_US : iv;
 }
 
+/* sk_pacing_rate if the stack paces this socket, else 0 (the simulator's pacing_rate
+ * without pacing; the kernel leaves ~0 there). */
+static __always_inline __u64 policy_pacing_rate(const struct sock *sk)
+{
+	return sk->sk_pacing_status == SK_PACING_NONE ? 0 : sk->sk_pacing_rate;
+}
+
 /* tcp_packets_in_flight (include/net/tcp.h). */
 static __always_inline __u32 policy_in_flight(const struct tcp_sock *tp)
 {
@@ -215,7 +222,7 @@ static __always_inline void policy_write_stats(struct sock *sk, const struct pol
 	s.late = st->late;
 	s.last_seq = st->seq;
 	s.applied_seq = st->applied_seq;
-	s.pacing_rate_Bps = sk->sk_pacing_rate;
+	s.pacing_rate_Bps = policy_pacing_rate(sk);
 	s.updated_us = tp->tcp_mstamp;
 	s.cwnd = tp->snd_cwnd;
 	s.interval_us = st->interval_us;
@@ -253,7 +260,7 @@ static __always_inline void policy_close(struct sock *sk, struct policy_state *s
 		r->sent_bytes = tp->bytes_sent - st->bytes_sent;
 		r->rtt_samples = st->rtt_samples;
 		r->rtt_sum_us = st->rtt_sum_us;
-		r->pacing_rate_Bps = sk->sk_pacing_rate;
+		r->pacing_rate_Bps = policy_pacing_rate(sk);
 		r->rtt_min_us = st->rtt_min_us;
 		r->rtt_max_us = st->rtt_max_us;
 		r->rtt_first_us = st->rtt_first_us;

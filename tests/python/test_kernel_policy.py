@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from cellcc import kernel_policy, mmlog, realpath, validation
+from cellcc.pycc import IntervalControl
 from cellcc.pycc.reference import Aimd
 
 RECORD: dict[str, Any] = {
@@ -82,14 +83,63 @@ DURATION_S = 20.0
 TRACE = "TMobile-LTE-short"
 
 
+def real_path_or_skip() -> None:
+    reasons = realpath.missing_requirements(bpf=True)
+    if reasons:
+        pytest.skip("real path unavailable: " + "; ".join(reasons))
+
+
+class Paced(IntervalControl):
+    """A large window paced at 4 Mbit/s from the first decision on."""
+
+    seen: list[Any] = []  # noqa: RUF012 - the reports of the last run, for the test
+
+    def on_interval(self, report: Any) -> dict[str, float]:
+        Paced.seen.append(report)
+        return {"cwnd": 400, "pacing_rate": 4e6 / 8}
+
+
+def constant_trace(directory: Path, mbps: float, seconds: int = 10) -> Path:
+    """A Mahimahi trace of ``mbps``: opportunities spread evenly over each ms."""
+    per_ms = mbps * 1e6 / 8 / 1504 / 1000
+    lines, sent = [], 0
+    for ms in range(1, seconds * 1000 + 1):
+        due = int(ms * per_ms) - sent
+        lines += [str(ms)] * due
+        sent += due
+    path = directory / f"const-{mbps:g}.trace"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("native")
+def test_a_pacing_decision_paces_the_kernel_connection(tmp_path: Path) -> None:
+    real_path_or_skip()
+    trace = constant_trace(tmp_path, 12.0)
+    link = realpath.EmuLink(trace, trace, 20.0, 1000)
+    scheme = "test_kernel_policy:Paced"
+    Paced.seen.clear()
+    settings = {"policy": kernel_policy.kernel_params(scheme)}
+    with realpath.kernel_loaded(settings), kernel_policy.PolicyDriver(scheme):
+        emu = realpath.run_emulated(
+            link, cc=kernel_policy.KERNEL_CC, duration_s=6.0, out_dir=tmp_path
+        )
+    real, _ = validation.measure(mmlog.read(emu.downlink_log), 6.0)
+    print(f"paced at 4 Mbit/s on a 12 Mbit/s link: {real['throughput_mbps']:.3f} Mbit/s")
+    # Before the first decision the report says "no pacing", after it the rate set.
+    assert Paced.seen[0].pacing_rate == 0 and Paced.seen[-1].pacing_rate == 500_000
+    assert Paced.seen[-1].cwnd == 400
+    assert abs(real["throughput_mbps"] / 4.0 - 1) <= 0.05
+    assert real["qdelay_mean_ms"] < 5.0
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("native")
 def test_python_aimd_on_kernel_tcp_matches_the_simulator(
     shared_traces: Path, tmp_path: Path
 ) -> None:
-    reasons = realpath.missing_requirements(bpf=True)
-    if reasons:
-        pytest.skip("real path unavailable: " + "; ".join(reasons))
+    real_path_or_skip()
     spec = validation.SCHEMES["aimd"]
     down, up = validation.trace_pair(shared_traces / "mahimahi", TRACE)
     setup = validation.Setup(duration_s=DURATION_S)

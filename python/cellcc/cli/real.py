@@ -56,7 +56,11 @@ def emu(ctx: typer.Context) -> None:
 def validate(
     schemes: Annotated[
         str,
-        option("--schemes", help="Comma-separated: cubic, bbr, reno, c2tcp, proprate, cesar."),
+        option(
+            "--schemes",
+            help="Comma-separated: cubic, bbr, reno, c2tcp, proprate, cesar; also aimd (a "
+            "per-interval Python policy on cellcc_policy).",
+        ),
     ] = "cubic,bbr,reno,c2tcp,proprate,cesar",
     traces: Annotated[
         str, option("--traces", help="Comma-separated trace names (NAME.down and NAME.up).")
