@@ -3,7 +3,8 @@
 //! one JSON line on stdout; reads decisions from stdin, one a line
 //! (`FLOW SEQ CWND PACING_BYTES_PER_S`, 0 keeps the value), and writes them into the
 //! pinned `policy_decide` map, where the program applies them on the connection's next
-//! ACK. The policy itself runs elsewhere (Python: `cellcc.kernel_policy`), so this
+//! ACK. Reports already in the ring buffer when it starts are discarded. The policy
+//! itself runs elsewhere (Python: `cellcc.kernel_policy`), so this
 //! command stays small and knows nothing of it. It stops when stdin closes.
 
 use std::io::{BufRead as _, Write as _};
@@ -149,9 +150,15 @@ pub(crate) fn run() -> Result<()> {
     };
 
     let mut bad = 0u64;
+    // Reports left from before this reader (connections that ran without one, most of
+    // them gone) are discarded: the policy sees only intervals that end from now on.
+    let stale = std::cell::Cell::new(true);
     let mut builder = RingBufferBuilder::new();
     builder
         .add(&reports, |rec: &[u8]| {
+            if stale.get() {
+                return 0;
+            }
             let mut out = std::io::stdout().lock();
             match report_json(rec) {
                 Some(v) if writeln!(out, "{v}").and_then(|()| out.flush()).is_ok() => 0,
@@ -164,6 +171,8 @@ pub(crate) fn run() -> Result<()> {
         })
         .context("opening the ring buffer")?;
     let ring = builder.build().context("opening the ring buffer")?;
+    ring.consume().context("discarding stale reports")?;
+    stale.set(false);
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "ready").context("writing to stdout")?;
