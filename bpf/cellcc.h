@@ -23,6 +23,7 @@
 
 /* Include after vmlinux.h, which provides __u16/__u32 and struct sock. */
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 /* A connection as seen by the sender. Addresses are IPv6 in network byte order (as in
  * struct in6_addr); an IPv4 address is stored IPv4-mapped (::ffff:a.b.c.d), which is
@@ -78,6 +79,55 @@ static __always_inline __u64 mul_sat(__u64 a, __u64 b)
 	if (a && b > (1ULL << 63) / a)
 		return 1ULL << 63;
 	return a * b;
+}
+
+/* The kernel's own TCP helpers (include/net/tcp.h static inlines, which BPF cannot
+ * call), for the algorithms that drive snd_cwnd themselves. */
+
+/* before(seq1, seq2): seq1 comes first in 32-bit sequence space. */
+static __always_inline int cellcc_before(__u32 seq1, __u32 seq2)
+{
+	return (__s32)(seq1 - seq2) < 0;
+}
+
+/* after(seq2, seq1). */
+static __always_inline int cellcc_after(__u32 seq2, __u32 seq1)
+{
+	return cellcc_before(seq1, seq2);
+}
+
+/* tcp_in_slow_start(). */
+static __always_inline int cellcc_in_slow_start(const struct tcp_sock *tp)
+{
+	return tp->snd_cwnd < tp->snd_ssthresh;
+}
+
+/* tcp_packets_in_flight(): packets_out - (sacked_out + lost_out) + retrans_out. */
+static __always_inline __u32 cellcc_packets_in_flight(const struct tcp_sock *tp)
+{
+	return tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+}
+
+/* tcp_is_cwnd_limited(): the last flight was limited by cwnd (or, in slow start, cwnd is
+ * below twice the largest recent flight). */
+static __always_inline int cellcc_is_cwnd_limited(const struct tcp_sock *tp)
+{
+	if (BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited))
+		return 1;
+	if (cellcc_in_slow_start(tp))
+		return tp->snd_cwnd < 2 * tp->max_packets_out;
+	return 0;
+}
+
+/* a / b truncated towards zero, as C's signed division (clang 14 has no signed BPF
+ * division before cpu v4); b != 0. */
+static __always_inline __s64 cellcc_sdiv(__s64 a, __s64 b)
+{
+	__u64 ua = a < 0 ? -(__u64)a : (__u64)a;
+	__u64 ub = b < 0 ? -(__u64)b : (__u64)b;
+	__u64 q = ua / ub;
+
+	return (a < 0) != (b < 0) ? -(__s64)q : (__s64)q;
 }
 
 /* The three maps of the convention above for algorithm `algo`, whose file defines

@@ -4,9 +4,10 @@ emulator with real Linux TCP, and the differences between the two.
 For each (scheme, trace) pair the simulator runs a one-flow scenario with the downlink
 packet log on, and ``cellcc-emu`` runs one ``cellcc-flow`` bulk transfer with the kernel
 congestion control of the same name (the built-in CUBIC, BBR and Reno, or the BPF C2TCP,
-PropRate and César loaded by ``cellcc-kernel``). Both downlink logs are in ``mm-link``
-format and go through the same reader (:mod:`cellcc.mmlog`), so throughput and queueing
-delay are defined identically on both sides. ``docs/validation.md`` shows the results.
+PropRate, César, Vegas, Westwood+, Illinois and CDG loaded by ``cellcc-kernel``). Both
+downlink logs are in ``mm-link`` format and go through the same reader
+(:mod:`cellcc.mmlog`), so throughput and queueing delay are defined identically on both
+sides. ``docs/validation.md`` shows the results.
 
 Each pair's result is written atomically to ``<out>/runs/<scheme>--<trace>.json`` before
 the next starts, so an interrupted validation resumes where it stopped.
@@ -82,10 +83,27 @@ SCHEMES: dict[str, RealScheme] = {
             bpf="policy",
             kernel_params={"interval_us": 20_000, "initial_cwnd": 10},
         ),
+        # The LTE study's schemes that many kernels (this one included) do not ship, as
+        # BPF ports of Linux's modules, with the module defaults on both sides.
+        RealScheme("vegas", "cellcc_vegas", "vegas", bpf="vegas"),
+        RealScheme("westwood", "cellcc_westwood", "westwood", bpf="westwood"),
+        RealScheme("illinois", "cellcc_illinois", "illinois", bpf="illinois"),
+        RealScheme("cdg", "cellcc_cdg", "cdg", bpf="cdg"),
     )
 }
 
-DEFAULT_SCHEMES = ("cubic", "bbr", "reno", "c2tcp", "proprate", "cesar")
+DEFAULT_SCHEMES = (
+    "cubic",
+    "bbr",
+    "reno",
+    "c2tcp",
+    "proprate",
+    "cesar",
+    "vegas",
+    "westwood",
+    "illinois",
+    "cdg",
+)
 DEFAULT_TRACES = ("TMobile-LTE-short", "Verizon-LTE-short")
 
 

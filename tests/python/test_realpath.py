@@ -132,8 +132,9 @@ def _missing(name: str) -> Path:
 
 
 def test_validate_rejects_unknown_schemes_before_running(tmp_path: Path) -> None:
-    with pytest.raises(realpath.RealPathError, match=r"unknown validation scheme 'vegas'"):
-        validation.validate(["cubic", "vegas"], ["x"], traces_dir=tmp_path, out_dir=tmp_path)
+    # Sprout exists in the simulator only.
+    with pytest.raises(realpath.RealPathError, match=r"unknown validation scheme 'sprout'"):
+        validation.validate(["cubic", "sprout"], ["x"], traces_dir=tmp_path, out_dir=tmp_path)
 
 
 def test_validate_command_defaults_are_the_library_defaults() -> None:

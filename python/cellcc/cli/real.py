@@ -42,7 +42,8 @@ def _exec(binary: str, ctx: typer.Context) -> None:
 
 
 def kernel(ctx: typer.Context) -> None:
-    """Load, list, tune and unload the BPF congestion controls (C2TCP, PropRate, César):
+    """Load, list, tune and unload the BPF congestion controls (C2TCP, PropRate, César,
+    Vegas, Westwood+, Illinois, CDG):
     `cellcc kernel check|load|unload|list|set|stats|tune` (see `cellcc kernel --help`)."""
     _exec("cellcc-kernel", ctx)
 
@@ -58,10 +59,11 @@ def validate(
         str,
         option(
             "--schemes",
-            help="Comma-separated: cubic, bbr, reno, c2tcp, proprate, cesar; also aimd (a "
-            "per-interval Python policy on cellcc_policy).",
+            help="Comma-separated: cubic, bbr, reno, c2tcp, proprate, cesar, vegas, "
+            "westwood, illinois, cdg; also aimd (a per-interval Python policy on "
+            "cellcc_policy).",
         ),
-    ] = "cubic,bbr,reno,c2tcp,proprate,cesar",
+    ] = "cubic,bbr,reno,c2tcp,proprate,cesar,vegas,westwood,illinois,cdg",
     traces: Annotated[
         str, option("--traces", help="Comma-separated trace names (NAME.down and NAME.up).")
     ] = "TMobile-LTE-short,Verizon-LTE-short",
