@@ -285,6 +285,9 @@ def generate(
     n_ms = len(rates)
     if counts[-1] == 0:
         counts[-1] = 1  # the last line sets the loop period (mm-link): keep it = duration
+    from cellcc.traces import check_line_count
+
+    check_line_count(int(counts.sum()), f"the model{f' {label}' if label else ''}")
     return np.repeat(np.arange(1, n_ms + 1, dtype=np.int64), counts)
 
 

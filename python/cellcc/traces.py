@@ -83,6 +83,9 @@ MAX_RATE_MBPS = 1e6
 #: Longest converted trace: six hours (21.6 M per-millisecond rates, ~170 MB of
 #: integers), beyond any published cellular trace; the memory stays bounded.
 MAX_TRACE_S = 21_600.0
+#: Most lines of a trace written here: the simulator reads no more
+#: (``MAX_TRACE_OPPORTUNITIES``, docs/scenarios.md "Limits").
+MAX_TRACE_LINES = 50_000_000
 
 
 def uplink_sibling(downlink: str | os.PathLike[str]) -> Path | None:
@@ -178,6 +181,14 @@ def synthesize(config: Mapping[str, Any], *, seed: int) -> np.ndarray:
     return np.frombuffer(raw, dtype="<u4").astype(np.int64)
 
 
+def check_line_count(total: int, what: str) -> None:
+    """Refuse, before allocating it, a trace of more lines than a trace may hold."""
+    if total > MAX_TRACE_LINES:
+        raise UsageError(
+            f"{what} would give {total:,} lines, more than a trace may hold ({MAX_TRACE_LINES:,})"
+        )
+
+
 # -- rates → timestamps ----------------------------------------------------------------
 
 
@@ -195,6 +206,7 @@ def timestamps_from_rates(rate_bps_per_ms: np.ndarray) -> np.ndarray:
     if int(rates.max(initial=0)) * n >= _CARRY_LIMIT:
         raise UsageError("rates too high for the trace length (carry would overflow 64 bits)")
     lines = np.cumsum(rates) // _UNITS_PER_LINE
+    check_line_count(int(lines[-1]), "the rates")
     counts = np.diff(lines, prepend=0)
     stamps = np.repeat(np.arange(1, n + 1, dtype=np.int64), counts)
     if counts[-1] == 0:
@@ -466,6 +478,7 @@ def convert(
         per_ms = rate_intervals_per_ms(path, duration_s=duration_s)
     else:
         raise UsageError(f"--format: expected auto, irish-csv or rates, got {kind!r}")
+    check_line_count(int(per_ms.sum()) // _UNITS_PER_LINE, f"{path}: its rates")
     stamps = timestamps_from_rates(per_ms)
     if len(stamps) > int(per_ms.sum()) // _UNITS_PER_LINE:
         notes.append(
@@ -520,6 +533,9 @@ def scale_timestamps(stamps: np.ndarray, factor: Fraction) -> np.ndarray:
     cumulative = np.cumsum(np.bincount(stamps, minlength=period + 1)).astype(np.int64)
     if int(cumulative[-1]) * factor.numerator >= _CARRY_LIMIT:
         raise UsageError("--factor: too many digits for this trace (carry would overflow)")
+    check_line_count(
+        int(cumulative[-1]) * factor.numerator // factor.denominator, f"--factor: {factor}"
+    )
     scaled = cumulative * factor.numerator // factor.denominator
     counts = np.diff(scaled, prepend=0)
     out = np.repeat(np.arange(period + 1, dtype=np.int64), counts)

@@ -113,6 +113,27 @@ def test_scale_by_a_factor_that_overflows(tiny_trace, tmp_path):
     assert_one_line_error(result, "--factor")
 
 
+def test_scale_to_more_lines_than_a_trace_may_hold(tiny_trace, tmp_path):
+    """The last --factor wins: 1e9 times a trace would need terabytes; refused up front."""
+    out = tmp_path / "x.down"
+    result = invoke(
+        "traces", "scale", "--factor", "2", tiny_trace, "--factor", "1e9", "--out", out,
+    )  # fmt: skip
+    assert_one_line_error(result, "--factor: 1000000000 would give")
+    assert "more than a trace may hold (50,000,000)" in result.output
+    assert not out.exists()
+
+
+def test_convert_to_more_lines_than_a_trace_may_hold(tmp_path):
+    """1 Tbit/s for 1000 s is within each bound alone, but 1.7e11 lines together."""
+    rates = tmp_path / "r.txt"
+    rates.write_text("0 1000000\n1000 1000000\n")
+    out = tmp_path / "x.down"
+    result = invoke("traces", "convert", rates, "--out", out)
+    assert_one_line_error(result, f"{rates}: its rates would give 166,666,666,666 lines")
+    assert not out.exists()
+
+
 def test_download_from_a_mirror_that_is_no_url(tmp_path):
     result = invoke(
         "traces", "download", "--set", "mahimahi", "--only", "TMobile-LTE-short.down",
