@@ -53,9 +53,9 @@ fn scenario(capacity: &str, cwnd_gain: f64) -> String {
 /// 0.8–1.5). On the LTE traces its median pacing rate is 1.5–7× the capacity, printed,
 /// not asserted: docs/algorithms/pcc-vivace.md ("Pacing rate against capacity") gives
 /// the measured reason — with the window cap raised out of the way (`cwnd_gain = 100`,
-/// the reference's rate-only sender) the medians stay above 1 and a third to a half of
-/// the packets are lost, so the reference's rate controller itself runs above capacity
-/// on these traces; the cap only bounds what is in flight.
+/// the reference's rate-only sender) the medians stay at 1.2–2× and a quarter to a half
+/// of the packets are lost, so the reference's rate controller itself runs above
+/// capacity on these traces; the cap only bounds what is in flight.
 #[test]
 fn vivace_pacing_against_capacity() {
     for mbps in [4.0, 12.0] {
