@@ -6,9 +6,11 @@
 //! reference fits a penalised cubic spline (ALGLIB `spline1dfitpenalized`) every second;
 //! here the fit is the isotonic (non-decreasing, pool-adjacent-violators) regression of
 //! the sampled points, interpolated linearly between them: delay cannot fall as the
-//! window grows, and the inverse is then well defined. Beyond the largest sampled window
-//! the curve is extended linearly with the slope of the fit, at least D_min per
-//! largest-window packets (one more window of packets queues one more base delay).
+//! window grows, and the inverse is then well defined. The inverse is not extrapolated:
+//! a delay above the whole curve cannot be mapped (the caller restarts slow start, as the
+//! reference does). The forward curve (the delay of a window, for the loss reaction) is
+//! extended beyond the largest sampled window with the slope of the fit, at least D_min
+//! per largest-window packets.
 
 use cellcc_units::Dur;
 
@@ -102,15 +104,23 @@ impl Profile {
     }
 
     /// The largest window whose fitted delay is at most `d_ms` (reference
-    /// `calcDelayCurve`); 1 when even the smallest sampled window exceeds it.
-    pub fn window_for(&self, d_ms: f64, d_min_ms: f64) -> Option<f64> {
+    /// `calcDelayCurve`); 1 when even the smallest sampled window exceeds it. `None`
+    /// without a fit, or when `d_ms` lies above the whole curve: the reference's "can't
+    /// map delay on delay curve" (no window up to `MAX_W_DELAY_CURVE` has a larger
+    /// delay), on which it restarts slow start. The curve is not extrapolated here: on a
+    /// drop-tail path the delay stops growing with the window once the buffer is full,
+    /// so the windows beyond the sampled ones hold no delay the sender could aim at.
+    pub fn window_for(&self, d_ms: f64) -> Option<f64> {
         let first = *self.fit.first()?;
         let last = *self.fit.last()?;
         if d_ms < first.1 {
             return Some(1.0);
         }
-        if d_ms >= last.1 {
-            return Some(last.0 + (d_ms - last.1) / self.tail_slope(d_min_ms));
+        if d_ms > last.1 {
+            return None;
+        }
+        if d_ms == last.1 {
+            return Some(last.0);
         }
         // The last fitted point at or below d, then interpolate towards the next one.
         let i = self.fit.partition_point(|p| p.1 <= d_ms);

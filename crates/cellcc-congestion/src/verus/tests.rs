@@ -71,16 +71,20 @@ fn profile_fit_is_monotone_and_inverts() {
     assert!(close(p.delay_at(10.0, 40.0).unwrap(), 45.0));
     assert!(close(p.delay_at(25.0, 40.0).unwrap(), 57.5));
     // Inverse: 60 ms lies between (20, 45) and (30, 70): W = 20 + 10·15/25 = 26.
-    assert!(close(p.window_for(60.0, 40.0).unwrap(), 26.0));
+    assert!(close(p.window_for(60.0).unwrap(), 26.0));
     // On the flat part the largest window is taken.
-    assert!(close(p.window_for(45.0, 40.0).unwrap(), 20.0));
+    assert!(close(p.window_for(45.0).unwrap(), 20.0));
     // Below the curve: one packet.
-    assert!(close(p.window_for(30.0, 40.0).unwrap(), 1.0));
-    // Beyond the last point the fit's slope (70 − 45)/(30 − 10) = 1.25 ms/packet
-    // extends it (D_min = 20 ms: the floor 20/30 is lower): 80 ms → 30 + 10/1.25 = 38.
-    assert!(close(p.window_for(80.0, 20.0).unwrap(), 38.0));
-    // With D_min = 40 ms the floor 40/30 ms/packet binds: 30 + 10·30/40 = 37.5.
-    assert!(close(p.window_for(80.0, 40.0).unwrap(), 37.5));
+    assert!(close(p.window_for(30.0).unwrap(), 1.0));
+    // At the top of the curve: the largest window; above it, no window (the reference's
+    // "can't map delay on delay curve").
+    assert!(close(p.window_for(70.0).unwrap(), 30.0));
+    assert_eq!(p.window_for(70.001), None);
+    // The forward curve beyond the last point: the fit's slope (70 − 45)/(30 − 10) =
+    // 1.25 ms/packet (D_min = 20 ms: the floor 20/30 is lower): 38 → 70 + 8·1.25 = 80 ms.
+    assert!(close(p.delay_at(38.0, 20.0).unwrap(), 80.0));
+    // With D_min = 40 ms the floor 40/30 ms/packet binds: 37.5 → 70 + 7.5·40/30 = 80 ms.
+    assert!(close(p.delay_at(37.5, 40.0).unwrap(), 80.0));
     // Samples are smoothed with weight 7/8 on the old value: 40 then 48 → 41 ms.
     let mut q = Profile::default();
     q.add(5, Dur::from_ms(40), 100);
@@ -152,4 +156,24 @@ fn config_errors_name_the_field() {
     };
     assert_eq!(bad.validate().unwrap_err().field, "beta");
     assert!(VerusConfig::default().validate().is_ok());
+}
+
+#[test]
+fn d_est_above_the_profile_restarts_slow_start() {
+    let mut v = normal(40, 60, 69);
+    let mut sock = Sock::new(1448, Time::ZERO);
+    v.init(&mut sock);
+    v.phase = Phase::Normal;
+    v.profile = sample_profile();
+    // D̄_max 60 ≤ R·D_min = 80 and the epoch's 55 ms below it: D_est + δ₂ = 71 ms, above
+    // the curve's top (70 ms at W = 30): slow start again from TCP's initial window,
+    // with a new profile and D_min.
+    v.w = 30.0;
+    v.epoch_max = Some(Dur::from_ms(55));
+    v.run_epoch(Time::from_ms(5), 30);
+    assert_eq!(v.state(), Phase::SlowStart);
+    assert!(close(v.w, 10.0), "{}", v.w);
+    assert_eq!(v.d_min, None);
+    assert!(!v.profile.has_fit());
+    assert_eq!(v.restarts, 1);
 }
