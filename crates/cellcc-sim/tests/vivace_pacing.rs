@@ -50,12 +50,13 @@ fn scenario(capacity: &str, cwnd_gain: f64) -> String {
 }
 
 /// On constant links Vivace paces at about the capacity (asserted: median within
-/// 0.8–1.5). On the LTE traces its median pacing rate is 1.5–7× the capacity, printed,
-/// not asserted: docs/algorithms/pcc-vivace.md ("Pacing rate against capacity") gives
-/// the measured reason — with the window cap raised out of the way (`cwnd_gain = 100`,
-/// the reference's rate-only sender) the medians stay at 1.2–2× and a quarter to a half
-/// of the packets are lost, so the reference's rate controller itself runs above
-/// capacity on these traces; the cap only bounds what is in flight.
+/// 0.8–1.5). On the LTE traces it does not, and docs/algorithms/pcc-vivace.md ("Pacing
+/// rate against capacity") gives the measured reason, asserted here so that the page stays
+/// true: with the window cap raised out of the way (`cwnd_gain = 100`, the reference's
+/// rate-only sender) the median pacing rate stays at 1.2–2× the capacity over the first
+/// 60 s and over a fifth of the packets are lost, so the reference's rate controller
+/// itself runs above capacity on these traces. With the default cap (2) the window, not
+/// the rate, bounds what is in flight (printed).
 #[test]
 fn vivace_pacing_against_capacity() {
     for mbps in [4.0, 12.0] {
@@ -70,22 +71,27 @@ fn vivace_pacing_against_capacity() {
     let Some(dir) = traces_dir() else { return };
     for trace in LTE_TRACES {
         let down = dir.join(format!("{trace}.down"));
-        let line: Vec<String> = [2.0, 100.0]
-            .iter()
-            .map(|&gain| {
-                let out = simulate(
-                    &format!("vivace-pacing-{trace}-{gain}"),
-                    &scenario(&format!("trace = \"{}\"", down.display()), gain),
-                );
-                let r = &out.summary[0];
-                format!(
-                    "cwnd_gain {gain:>3}: pacing/capacity {:.2}, {:.2} Mbit/s, loss {:.1} %",
-                    median_pacing_over_capacity(&out),
-                    r.throughput_mbps,
-                    100.0 * r.pantheon_loss_rate.unwrap_or(f64::NAN)
-                )
-            })
-            .collect();
-        println!("{trace:22} {}", line.join(" | "));
+        let run = |gain: f64| {
+            let out = simulate(
+                &format!("vivace-pacing-{trace}-{gain}"),
+                &scenario(&format!("trace = \"{}\"", down.display()), gain),
+            );
+            let loss = out.summary[0].pantheon_loss_rate.unwrap_or(f64::NAN);
+            (median_pacing_over_capacity(&out), loss)
+        };
+        let (capped, capped_loss) = run(2.0);
+        let (rate_only, rate_only_loss) = run(100.0);
+        println!(
+            "{trace:22} cap 2: pacing/capacity {capped:.2}, loss {:.1} % | \
+             rate only: {rate_only:.2}, loss {:.1} %",
+            100.0 * capped_loss,
+            100.0 * rate_only_loss
+        );
+        assert!(
+            rate_only > 1.15 && rate_only_loss > 0.2,
+            "{trace}: the rate-only sender paced at {rate_only:.2}× capacity with \
+             {rate_only_loss:.3} loss; docs/algorithms/pcc-vivace.md says it cannot hold \
+             the capacity on these traces: update the page (and the target)"
+        );
     }
 }
