@@ -13,41 +13,12 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const EMU: &str = env!("CARGO_BIN_EXE_cellcc-emu");
-const FLOW: &str = env!("CARGO_BIN_EXE_cellcc-flow");
-
-/// One test at a time: goodput and timing are measured, and namespaces counted.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Why the machine cannot run these tests, if it cannot.
-fn unsupported() -> Option<String> {
-    // SAFETY: plain system call.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root (TUN devices and network namespaces need CAP_NET_ADMIN)".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    if !Path::new("/proc/self/ns/net").exists() {
-        return Some("network namespaces are not supported".into());
-    }
-    // Try to make a namespace, in a thread so the test's own stays as it is.
-    let ok = std::thread::spawn(|| {
-        // SAFETY: plain system call affecting this thread only.
-        unsafe { libc::unshare(libc::CLONE_NEWNET) == 0 }
-    })
-    .join()
-    .unwrap_or(false);
-    if !ok {
-        return Some("cannot create a network namespace (unshare(CLONE_NEWNET) failed)".into());
-    }
-    None
-}
+mod common;
+use common::{json, unsupported, TempDir, EMU, FLOW, SERIAL};
 
 macro_rules! require_emulation {
     () => {
@@ -56,33 +27,6 @@ macro_rules! require_emulation {
             return;
         }
     };
-}
-
-/// A fresh directory for one test run, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("cellcc-emu-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    fn s(&self, name: &str) -> String {
-        self.path(name).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A constant-rate trace: rate R gives round(R / (8 × 1504)) opportunities per second,
@@ -94,11 +38,6 @@ fn write_constant_trace(path: &Path, mbps: u64) -> u64 {
         .collect();
     std::fs::write(path, text).unwrap();
     n
-}
-
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn lines_of(program: &str, args: &[&str]) -> BTreeSet<String> {

@@ -5,69 +5,13 @@
 //! `skipped: <reason>` and returns. The tests run one at a time (a lock).
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const EMU: &str = env!("CARGO_BIN_EXE_cellcc-emu");
-const FLOW: &str = env!("CARGO_BIN_EXE_cellcc-flow");
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Why the machine cannot run these tests, if it cannot.
-fn unsupported() -> Option<String> {
-    // SAFETY: plain system call.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root (TUN devices and network namespaces need CAP_NET_ADMIN)".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun is missing".into());
-    }
-    let ok = std::thread::spawn(|| {
-        // SAFETY: plain system call affecting this thread only.
-        unsafe { libc::unshare(libc::CLONE_NEWNET) == 0 }
-    })
-    .join()
-    .unwrap_or(false);
-    if !ok {
-        return Some("cannot create a network namespace (unshare(CLONE_NEWNET) failed)".into());
-    }
-    None
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("cellcc-emu-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    fn s(&self, name: &str) -> String {
-        self.path(name).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+mod common;
+use common::{json, unsupported, TempDir, EMU, FLOW, SERIAL};
 
 /// Runs `cellcc-emu` with `args`, a `cellcc-flow` CUBIC sender of `seconds` on the
 /// server side and its receiver as the client; returns the receiver's summary.
