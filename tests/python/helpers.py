@@ -1,9 +1,11 @@
 """Helpers several test files share: reading the HTML reports, checking one-line CLI
-errors, comparing Parquet files written by the core with those pyarrow writes."""
+errors, comparing Parquet files written by the core with those pyarrow writes, writing a
+constant-rate Mahimahi trace."""
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
+from pathlib import Path
 
 
 class Images(HTMLParser):
@@ -70,3 +72,16 @@ def assert_same_arrow_values(written, expected):
     for got, want in zip(written.schema, expected.schema, strict=True):
         assert got.type == want.type or (got.type, want.type) == (pa.string(), pa.large_string())
     assert written.cast(expected.schema).equals(expected)
+
+
+def constant_trace(directory: Path, mbps: float, seconds: int = 10) -> Path:
+    """A Mahimahi trace of ``mbps``: opportunities spread evenly over each ms."""
+    per_ms = mbps * 1e6 / 8 / 1504 / 1000
+    lines, sent = [], 0
+    for ms in range(1, seconds * 1000 + 1):
+        due = int(ms * per_ms) - sent
+        lines += [str(ms)] * due
+        sent += due
+    path = directory / f"const-{mbps:g}.trace"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -18,6 +18,7 @@ import pytest
 from cellcc import kernel_policy, mmlog, realpath, validation
 from cellcc.pycc import IntervalControl
 from cellcc.pycc.reference import Aimd
+from helpers import constant_trace
 
 RECORD: dict[str, Any] = {
     "flow": "10.0.0.1:40000-10.0.0.2:5201", "seq": 4, "t_us": 2_000_000,
@@ -97,19 +98,6 @@ class Paced(IntervalControl):
     def on_interval(self, report: Any) -> dict[str, float]:
         Paced.seen.append(report)
         return {"cwnd": 400, "pacing_rate": 4e6 / 8}
-
-
-def constant_trace(directory: Path, mbps: float, seconds: int = 10) -> Path:
-    """A Mahimahi trace of ``mbps``: opportunities spread evenly over each ms."""
-    per_ms = mbps * 1e6 / 8 / 1504 / 1000
-    lines, sent = [], 0
-    for ms in range(1, seconds * 1000 + 1):
-        due = int(ms * per_ms) - sent
-        lines += [str(ms)] * due
-        sent += due
-    path = directory / f"const-{mbps:g}.trace"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from cellcc import api, mmlog, realpath, validation
+from helpers import constant_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("native")]
 
@@ -34,19 +35,6 @@ def kernel() -> Iterator[None]:
     settings = {s.bpf: dict(s.kernel_params) for s in validation.SCHEMES.values() if s.bpf}
     with realpath.kernel_loaded(settings):
         yield
-
-
-def constant_trace(directory: Path, mbps: float, seconds: int = 10) -> Path:
-    """A Mahimahi trace of ``mbps``: opportunities spread evenly over each ms."""
-    per_ms = mbps * 1e6 / 8 / 1504 / 1000
-    lines, sent = [], 0
-    for ms in range(1, seconds * 1000 + 1):
-        due = int(ms * per_ms) - sent
-        lines += [str(ms)] * due
-        sent += due
-    path = directory / f"const-{mbps:g}.trace"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def run_both(
