@@ -26,6 +26,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::Path;
 use std::time::Duration;
 
+use cellcc_link::mmlog::{LogHeader, MmLog, OpportunityCursor};
 use cellcc_link::Link;
 use cellcc_units::Time;
 use rand_chacha::ChaCha8Rng;
@@ -33,7 +34,6 @@ use rand_core::SeedableRng;
 
 use crate::cli::{queue_description, DirectionConfig, EmuConfig, UsageError, EXIT_USAGE};
 use crate::logwriter::OffThreadWriter;
-use crate::mmlog::{LogHeader, MmLog, OpportunityCursor};
 use crate::netns::{self, Endpoint};
 use crate::output::{self, PendingOutput};
 use crate::path::{Direction, Way};
@@ -166,8 +166,9 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
     let init_timestamp_ms = sys::realtime_ms();
     let t0_ns = sys::monotonic_ns();
     let header = |direction| LogHeader {
+        program: "cellcc-emu",
         direction,
-        command_line: command_line.clone(),
+        command_line: Some(command_line.clone()),
         queue: String::new(),
         init_timestamp_ms,
     };
@@ -325,12 +326,7 @@ impl Side {
         header.queue = queue_description(&dir.queue);
         let log = match log_out {
             Some(out) => {
-                // A constant-rate link has no opportunities to list (as the simulator's
-                // log of one).
-                let cursor = dir
-                    .capacity
-                    .trace()
-                    .map(|trace| OpportunityCursor::new(trace.clone(), config.mode));
+                let cursor = OpportunityCursor::for_service(link.service());
                 // Off the event loop: a file write may sleep under writeback.
                 let writer = OffThreadWriter::spawn(out, &format!("{}-log", way.name()))?;
                 let boxed: Box<dyn Write + Send> = Box::new(writer);

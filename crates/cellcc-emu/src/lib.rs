@@ -13,7 +13,6 @@ pub mod cli;
 pub mod emulator;
 pub mod flow;
 pub mod logwriter;
-pub mod mmlog;
 pub mod netns;
 pub mod output;
 pub mod path;

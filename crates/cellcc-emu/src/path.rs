@@ -32,11 +32,10 @@ use std::io::Write;
 
 use std::sync::Arc;
 
+use cellcc_link::mmlog::MmLog;
 use cellcc_link::{BernoulliLoss, DelayLine, DelayTrace, EnqueueResult, Link, Stage};
 use cellcc_units::Time;
 use rand_chacha::ChaCha8Rng;
-
-use crate::mmlog::MmLog;
 
 /// Which way packets go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -231,13 +230,15 @@ impl<T> Direction<T> {
 
     fn offer_to_link(&mut self, at: Time, item: T, ip_len: u32) {
         let charged = ip_len.saturating_add(self.link.service().framing_bytes());
-        let result = self.link.enqueue(at, item, ip_len);
-        // Departures made by serving the opportunities up to `at` precede the arrival.
-        self.collect_link_output();
+        // The arrival, its refusal, then what the link reports, as the simulator logs
+        // them (`Simulation::enqueue_radio`); the log puts the departures served up to
+        // `at` before the arrival (Mahimahi's order).
         self.log_with(|log| log.arrival(at, charged));
+        let result = self.link.enqueue(at, item, ip_len);
         if let EnqueueResult::Dropped(_) = result {
-            self.log_with(|log| log.drop_packet(at, charged));
+            self.log_with(|log| log.drop_on_arrival(at, charged));
         }
+        self.collect_link_output();
     }
 
     /// Moves the link's departures on (to the writer, or into the uplink's delay line)
@@ -246,7 +247,7 @@ impl<T> Direction<T> {
         let framing = self.link.service().framing_bytes();
         while let Some(drop) = self.link.pop_drop() {
             let size = drop.ip_len.saturating_add(framing);
-            self.log_with(|log| log.drop_packet(drop.at, size));
+            self.log_with(|log| log.link_drop(&drop, size));
         }
         while let Some(d) = self.link.pop_departure() {
             let size = d.ip_len.saturating_add(framing);

@@ -32,6 +32,9 @@
 //! 3. The packet in transit has left the queue: queue limits and
 //!    [`Link::queued_packets`] do not count it.
 //!
+//! The per-packet `mm-link` log of a link, written the same way by the simulator and the
+//! emulator, is [`mmlog`].
+//!
 //! Where a simulator places delay relative to the link (Mahimahi's `mm-delay` outside
 //! `mm-link`: data is delayed then queued on the downlink, ACKs are queued on the uplink
 //! then delayed) is described in `docs/mahimahi-compat.md`.
@@ -64,6 +67,7 @@ mod discipline;
 mod impair;
 mod link;
 mod loss;
+pub mod mmlog;
 mod params;
 mod queue;
 mod release;

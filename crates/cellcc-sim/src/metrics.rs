@@ -7,8 +7,6 @@
 //! estimated and bounded when the scenario is loaded, `scenario::limits`), as does the
 //! optional mm-link packet log.
 
-use std::fmt::Write as _;
-
 use cellcc_units::{Dur, Time};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -641,70 +639,6 @@ impl TimeSeries {
     }
 }
 
-/// Per-packet log of one link in `mm-link --*-log` format, so Mahimahi's analysis
-/// scripts (`mm-throughput-graph`, `mm-delay-graph`) read it. Sizes are charged bytes
-/// (IP length + 4, as Mahimahi logs them); times are whole ms.
-#[derive(Debug, Default)]
-pub struct PacketLog {
-    text: String,
-    opportunities: Vec<u64>,
-    next_opportunity: usize,
-    opportunity_bytes: u32,
-}
-
-impl PacketLog {
-    /// `opportunities` are the link's delivery-opportunity times (ms) in the logged
-    /// span, each of `opportunity_bytes`; empty for a constant-rate link.
-    pub fn new(queue: &str, opportunities: Vec<u64>, opportunity_bytes: u32) -> Self {
-        let mut text = String::new();
-        let _ = writeln!(text, "# mm-link (cellcc) [downlink]");
-        let _ = writeln!(text, "# queue: {queue}");
-        let _ = writeln!(text, "# init timestamp: 0");
-        let _ = writeln!(text, "# base timestamp: 0");
-        PacketLog {
-            text,
-            opportunities,
-            next_opportunity: 0,
-            opportunity_bytes,
-        }
-    }
-
-    fn catch_up(&mut self, t_ms: u64) {
-        while let Some(&o) = self.opportunities.get(self.next_opportunity) {
-            if o > t_ms {
-                break;
-            }
-            let _ = writeln!(self.text, "{o} # {}", self.opportunity_bytes);
-            self.next_opportunity += 1;
-        }
-    }
-
-    /// Logs an arrival of `size` charged bytes at `t` (`t + size`).
-    pub fn arrival(&mut self, t: Time, size: u32) {
-        self.catch_up(t.as_ms());
-        let _ = writeln!(self.text, "{} + {size}", t.as_ms());
-    }
-
-    /// Logs a departure of `size` charged bytes at `t` after `delay` in the link
-    /// (`t - size delay`).
-    pub fn departure(&mut self, t: Time, size: u32, delay: Dur) {
-        self.catch_up(t.as_ms());
-        let _ = writeln!(self.text, "{} - {size} {}", t.as_ms(), delay.as_ms());
-    }
-
-    /// Logs a drop of `size` charged bytes at `t` (`t d 1 size`).
-    pub fn drop(&mut self, t: Time, size: u32) {
-        self.catch_up(t.as_ms());
-        let _ = writeln!(self.text, "{} d 1 {size}", t.as_ms());
-    }
-
-    /// Finish the log at `end`, writing the remaining opportunities.
-    pub fn finish(mut self, end: Time) -> String {
-        self.catch_up(end.as_ms().saturating_sub(1));
-        self.text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -773,19 +707,6 @@ mod tests {
         // RFC 3550: J1 = 4/16 = 0.25; J2 = 0.25 + (2 − 0.25)/16 = 0.359375; mean 0.3046875.
         let j = m.rfc3550_jitter_ms().unwrap();
         assert!((j - 0.3046875).abs() < 1e-9, "{j}");
-    }
-
-    #[test]
-    fn packet_log_interleaves_opportunities_in_time_order() {
-        let mut log = PacketLog::new("infinite", vec![1, 2, 5], 1504);
-        log.arrival(Time::from_us(500), 1504);
-        log.departure(Time::from_ms(1), 1504, Dur::from_us(500));
-        let text = log.finish(Time::from_ms(10));
-        let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-        assert_eq!(
-            body,
-            ["0 + 1504", "1 # 1504", "1 - 1504 0", "2 # 1504", "5 # 1504"]
-        );
     }
 
     /// The sample list and the histogram give the same quantiles, alone and merged.

@@ -130,13 +130,16 @@ impl Simulation<'_> {
     }
 
     pub(super) fn enqueue_radio(&mut self, at: Time, pkt: DownPacket, ip_len: u32) {
+        // The mm-link log takes the arrival, its refusal, then what the link reports
+        // (`service_radio`), as the emulator's `Direction` logs them; the log puts the
+        // departures served up to `at` before the arrival (Mahimahi's order).
         if let Some(log) = self.log.as_mut() {
-            log.arrival(at, ip_len + self.down_framing[0]);
+            let _ = log.arrival(at, ip_len + self.down_framing[0]);
         }
         let ue = self.flows[pkt.flow() as usize].ue;
         if let EnqueueResult::Dropped(d) = self.radio.link.enqueue(at, ue, pkt, ip_len) {
             if let Some(log) = self.log.as_mut() {
-                log.drop(at, ip_len + self.down_framing[0]);
+                let _ = log.drop_on_arrival(at, ip_len + self.down_framing[0]);
             }
             self.drop_down(&d);
         }
@@ -164,16 +167,16 @@ impl Simulation<'_> {
         self.radio.link.advance(now);
         while let Some(d) = self.radio.link.pop_drop() {
             if let Some(log) = self.log.as_mut() {
-                log.drop(d.at, d.ip_len + self.down_framing[0]);
+                let _ = log.link_drop(&d, d.ip_len + self.down_framing[0]);
             }
             self.drop_down(&d.item);
         }
         while let Some(dep) = self.radio.link.pop_departure() {
             if let Some(log) = self.log.as_mut() {
-                log.departure(
+                let _ = log.departure(
                     dep.departed_at,
                     dep.ip_len + self.down_framing[0],
-                    dep.departed_at.saturating_since(dep.enqueued_at),
+                    dep.enqueued_at,
                 );
             }
             let ue = self.flows[dep.item.flow() as usize].ue;

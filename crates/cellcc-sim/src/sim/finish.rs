@@ -236,7 +236,10 @@ impl Simulation<'_> {
             let q = self.link_series.get(b).copied().unwrap_or((0, 0));
             ts.push_link(b as f64 * secs, egress, Some(cap), q);
         }
-        let packet_log = self.log.take().map(|l| l.finish(end));
+        let packet_log = self.log.take().map(|l| {
+            let bytes = l.finish(end).expect("writes to memory");
+            String::from_utf8(bytes).expect("the log is ASCII")
+        });
         let mut conservation = self.count;
         let down_held = (self.down_pre.held()
             + self.radio.link.queued_packets()

@@ -32,6 +32,7 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use cellcc_link::mmlog::{LogHeader, MmLog, OpportunityCursor};
 use cellcc_link::{
     Cell, Delay, DownlinkGate, Harq, Jitter, Link, LinkService, LossModel, UplinkGrant,
 };
@@ -39,7 +40,7 @@ use cellcc_units::{Dur, Time};
 use rand_chacha::ChaCha8Rng;
 
 use crate::control::{self, ControlError, External, ExternalSchemes, FlowControl, IntervalFold};
-use crate::metrics::{FlowMetrics, PacketLog, SenderSample};
+use crate::metrics::{FlowMetrics, SenderSample};
 use crate::packet::{AckStore, DataSegment, DownPacket, Packet, UpPacket};
 use crate::rng::{self, StageKind, Stream};
 use crate::scenario::{Direction, LinkConfig, Scenario};
@@ -319,7 +320,9 @@ pub struct Simulation<'s> {
     /// stages hold into data and ACKs.
     up_data_in_network: u64,
     wakeups: Vec<(u16, Time)>,
-    log: Option<PacketLog>,
+    /// The downlink radio link's mm-link log (`[metrics] packet_log`), in memory: its
+    /// writes cannot fail, so their results are ignored.
+    log: Option<MmLog<Vec<u8>>>,
     ack_log: Option<Vec<AckRecord>>,
     link_series: Vec<(u64, u64)>,
     count: Conservation,
@@ -357,14 +360,15 @@ impl<'s> Simulation<'s> {
         }
         let end = Time::ZERO + sc.duration;
         let log = sc.metrics.packet_log.then(|| {
-            let (opps, bytes) = match &sc.downlink.service {
-                LinkService::Trace { trace, mode } => (
-                    trace.opportunity_times_ms(*mode, end.as_ms() + 1),
-                    cellcc_link::OPPORTUNITY_BYTES,
-                ),
-                LinkService::Constant { .. } => (Vec::new(), 0),
+            let header = LogHeader {
+                program: "cellcc",
+                direction: "downlink",
+                command_line: None,
+                queue: format!("{:?}", sc.downlink.queue),
+                init_timestamp_ms: 0,
             };
-            PacketLog::new(&format!("{:?}", sc.downlink.queue), opps, bytes)
+            let opportunities = OpportunityCursor::for_service(&sc.downlink.service);
+            MmLog::new(Vec::new(), &header, opportunities).expect("writes to memory")
         });
         let ues = sc.cell.as_ref().map_or(1, |c| c.ues.len() as u32);
         let mut down_pre: Vec<BoxedStage<DownPacket>> = Vec::new();
