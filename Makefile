@@ -18,7 +18,7 @@ LOWEST_VENV := .venv-lowest
 VENV_PATH := PATH="$(abspath $(VENV))/bin:$$PATH"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python bench-startup fuzz lint check-cargo check-python clean \
+.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python bench-startup bench-emu fuzz lint check-cargo check-python clean \
 	wheel wheel-test sdist sdist-check test-wheel test-interpreters test-lowest
 
 help:
@@ -34,6 +34,7 @@ help:
 	@echo "make bench-per-ack  CPU time per ACK of every scheme (PropRate Table 4)"
 	@echo "make bench-python  Python congestion controls and the Gymnasium environment"
 	@echo "make bench-startup  whole-process CPU time of cellcc --version and a 10 s cellcc run"
+	@echo "make bench-emu  emulator timing, goodput and CPU per packet at 1 and 4 Gbit/s (root)"
 	@echo "make fuzz   30 minutes of hostile scenarios, traces, sweep files and CLI arguments (tests/fuzz)"
 	@echo "make lint   cargo fmt --check, clippy -D warnings, ruff"
 
@@ -163,6 +164,17 @@ bench-python: build
 # STARTUP_ARGS='--baseline ../old/.venv/bin/cellcc'.
 bench-startup: build
 	$(PY) tests/bench/startup.py --runs 10 $(STARTUP_ARGS)
+
+# The emulator at 1 and 4 Gbit/s: packets within 1 ms, goodput / ideal, CPU per packet
+# (tests/bench/emu.py; root only). Compare with another build side by side, run
+# alternately: make bench-emu EMU_BENCH_ARGS='--baseline ../old/cellcc-emu'.
+CARGO_TARGET := $(or $(CARGO_TARGET_DIR),target)
+bench-emu: check-cargo
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "error: make bench-emu needs root (TUN devices and network namespaces)" >&2; exit 1; fi
+	cargo build --release --locked -p cellcc-emu
+	$(PYTHON) tests/bench/emu.py --emu $(CARGO_TARGET)/release/cellcc-emu \
+	  --flow $(CARGO_TARGET)/release/cellcc-flow --runs 3 $(EMU_BENCH_ARGS)
 
 # Hostile input for FUZZ_MINUTES (default 30): scenarios, trace files, sweep files and CLI
 # argument sets, each in a worker under a 2 GiB address-space limit; findings are written
