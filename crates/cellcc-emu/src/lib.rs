@@ -14,6 +14,7 @@ pub mod emulator;
 pub mod flow;
 pub mod logwriter;
 pub mod netns;
+pub mod offload;
 pub mod output;
 pub mod path;
 pub mod privs;
