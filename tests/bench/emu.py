@@ -61,13 +61,17 @@ def raise_buffers(command: str) -> str:
     )
 
 
-def one_run(emu: str, flow: str, mbps: float, duration: float, work: Path) -> dict[str, Any]:
-    """One transfer through ``emu``; its figures."""
+def one_run(
+    emu: str, flow: str, mbps: float, duration: float, queue: int | None, work: Path
+) -> dict[str, Any]:
+    """One transfer through ``emu`` (downlink queue of ``queue`` packets, default one
+    bandwidth-delay product); its figures."""
     for f in work.iterdir():
         f.unlink()
     trace = work / "c.trace"
     per_s = constant_trace(trace, mbps)
-    queue = round(per_s * 2 * DELAY_MS / 1000)
+    if queue is None:
+        queue = round(per_s * 2 * DELAY_MS / 1000)
     send = raise_buffers(
         f"{shlex.quote(flow)} send --to $CELLCC_EMU_CLIENT_ADDR:{PORT} --cc cubic "
         f"--duration {duration} --summary {work / 'send.json'}"
@@ -118,6 +122,8 @@ def one_run(emu: str, flow: str, mbps: float, duration: float, work: Path) -> di
         "cpu_fraction": stats["cpu_fraction"],
         "packets": packets,
         "load1": load,
+        "wakeups": stats["wakeups"],
+        "io": {d: stats[d].get("io") for d in ("downlink", "uplink")},
     }
 
 
@@ -144,6 +150,9 @@ def main() -> int:
     parser.add_argument("--rates", default="1000,4000", help="trace rates, Mbit/s, comma-separated")
     parser.add_argument("--duration", type=float, default=10.0, help="transfer seconds")
     parser.add_argument("--runs", type=int, default=3, help="repetitions of each binary")
+    parser.add_argument(
+        "--queue", type=int, help="downlink drop-tail queue, packets [default: one BDP]"
+    )
     parser.add_argument("--json", type=Path, help="also write every run's figures here")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -168,7 +177,7 @@ def main() -> int:
                 names = list(binaries)
                 shift = repetition % len(names)
                 for name in names[shift:] + names[:shift]:
-                    run = one_run(binaries[name], args.flow, mbps, args.duration, work)
+                    run = one_run(binaries[name], args.flow, mbps, args.duration, args.queue, work)
                     runs[mbps][name].append(run)
                     cells = "  ".join(fmt(run[k]) for k, (_, fmt) in COLUMNS.items())
                     print(f"{repetition + 1:>3}  {mbps:>11g}  {name:>6}  {cells}", flush=True)

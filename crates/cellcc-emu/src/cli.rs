@@ -125,6 +125,11 @@ pub struct EmuArgs {
     #[arg(long, value_name = "PRIO", default_value_t = 10,
           value_parser = clap::value_parser!(i32).range(0..=99))]
     pub realtime_priority: i32,
+    /// Read and write one 1500-byte packet per system call instead of taking TCP
+    /// super-packets from the kernel and giving it coalesced ones (TUN offloads); the
+    /// link model, logs and stats are per 1500-byte packet either way.
+    #[arg(long)]
+    pub no_offload: bool,
     /// Run the server and client commands as this user (name or uid), with no
     /// capabilities. Default: the invoking user under sudo (SUDO_UID), else the user
     /// running the emulator (root keeps every capability; see docs/emulator.md).

@@ -10,10 +10,17 @@
 //!     ppoll(server tun, client tun, signalfd, client pidfd; timeout = wake − now)
 //!     signal or client exit ─► stop
 //!     read every available packet (up to a batch) from each TUN, stamped with its
-//!       read time ─► Direction::ingress
+//!       read time; a TCP super-packet is split into 1500-byte packets ─► Direction::ingress
 //!     advance both directions to now
-//!     write every due packet to the other TUN; lateness = write time − due time
+//!     write every due packet to the other TUN, consecutive segments of one TCP flow
+//!       coalesced into one write; lateness = write time − due time, per packet
 //! ```
+//!
+//! With offloads (the default; `--no-offload` turns them off) the TUN devices carry a
+//! virtio-net header, so the sending kernel hands over TCP super-packets of up to 64 KB
+//! in one read and the receiving kernel takes them in one write, as a NIC with TSO and
+//! GRO would ([`crate::offload`]). The link model, its log and the stats still see every
+//! 1500-byte packet on its own, at its read time and with its own due time.
 //!
 //! Timer slack is set to 1 ns so that `ppoll` wakes on time. Emulator time 0 is when the
 //! namespaces are ready, just before the commands start (Mahimahi: when the shell
@@ -35,16 +42,18 @@ use rand_core::SeedableRng;
 use crate::cli::{queue_description, DirectionConfig, EmuConfig, UsageError, EXIT_USAGE};
 use crate::logwriter::OffThreadWriter;
 use crate::netns::{self, Endpoint};
+use crate::offload::{self, Packet, VnetHdr, VNET_HDR_LEN};
 use crate::output::{self, PendingOutput};
-use crate::path::{Direction, Way};
+use crate::path::{Direction, Ready, Way};
 use crate::privs::RunAs;
 use crate::procs::{self, Job};
-use crate::stats::{DirectionSummary, Lateness, Summary};
+use crate::stats::{DirectionSummary, IoCounters, Lateness, Summary};
 use crate::sys;
 
-/// Largest packet read from a TUN device (its MTU is 1500; larger reads are refused by
-/// the trace link as too big, as Mahimahi would abort on them).
-const READ_BUFFER_BYTES: usize = 65_536;
+/// Largest read from a TUN device: a TCP super-packet (at most 64 KiB) behind its
+/// virtio-net header, with room to spare. Without offloads packets are at most the MTU
+/// (1500).
+const READ_BUFFER_BYTES: usize = 1 << 17;
 /// Packets read from one device per wake-up before the loop moves on, so a flood on one
 /// side cannot delay departures on the other.
 const READ_BATCH: usize = 256;
@@ -109,9 +118,14 @@ fn commit(pending: PendingOutput, what: &str) {
 
 /// One direction's I/O side.
 struct Side {
-    direction: Direction<Vec<u8>>,
+    direction: Direction<Packet>,
     lateness: Lateness,
     write_errors: u64,
+    io: IoCounters,
+    /// Whether the TUN devices carry virtio-net headers (offloads).
+    offload: bool,
+    /// The packets due at this wake-up, written together.
+    due: Vec<Ready<Packet>>,
 }
 
 /// Runs the emulator; returns the process exit status (the client's, or 128 + signal).
@@ -160,8 +174,19 @@ pub fn run(config: EmuConfig, command_line: String) -> Result<i32, EmuError> {
         }
     }
 
-    let server = netns::create_endpoint(netns::SERVER_TUN, args.server_addr, args.client_addr)?;
-    let client = netns::create_endpoint(netns::CLIENT_TUN, args.client_addr, args.server_addr)?;
+    let offload = !args.no_offload;
+    let server = netns::create_endpoint(
+        netns::SERVER_TUN,
+        args.server_addr,
+        args.client_addr,
+        offload,
+    )?;
+    let client = netns::create_endpoint(
+        netns::CLIENT_TUN,
+        args.client_addr,
+        args.server_addr,
+        offload,
+    )?;
 
     let init_timestamp_ms = sys::realtime_ms();
     let t0_ns = sys::monotonic_ns();
@@ -355,22 +380,66 @@ impl Side {
             direction,
             lateness: Lateness::default(),
             write_errors: 0,
+            io: IoCounters::default(),
+            offload: !config.args.no_offload,
+            due: Vec::new(),
         })
     }
 
-    /// Writes every due packet to `tun`, recording lateness.
-    fn write_ready(&mut self, clock: &Clock, tun: BorrowedFd<'_>) {
-        while let Some(ready) = self.direction.pop_ready() {
-            if sys::write(tun, &ready.item).is_err() {
-                self.write_errors += 1;
+    /// Writes every due packet to `tun`, recording lateness. With offloads, each run of
+    /// consecutive segments of one TCP flow goes in one write ([`offload::run_length`]).
+    fn write_ready(&mut self, clock: &Clock, tun: BorrowedFd<'_>, scratch: &mut Vec<u8>) {
+        // Taken out (and put back, keeping its allocation) so the packets can be borrowed
+        // while the counters change.
+        let mut due = std::mem::take(&mut self.due);
+        due.extend(std::iter::from_fn(|| self.direction.pop_ready()));
+        let mut i = 0;
+        while i < due.len() {
+            let n = if self.offload {
+                offload::run_length(due[i..].iter().map(|r| &r.item))
+            } else {
+                1
+            };
+            let run = &due[i..i + n];
+            if n > 1 {
+                offload::coalesce(run.iter().map(|r| &r.item), scratch);
+                self.io.writes += 1;
+                if sys::write(tun, scratch).is_ok() {
+                    self.io.gso_writes += 1;
+                    self.io.coalesced_packets += n as u64;
+                } else {
+                    // Refused as a whole: each packet on its own.
+                    for r in run {
+                        self.write_errors += u64::from(!self.write_one(tun, &r.item));
+                    }
+                }
+            } else {
+                self.write_errors += u64::from(!self.write_one(tun, &run[0].item));
             }
             let written = clock.now();
-            self.lateness
-                .record(written.saturating_since(ready.due).as_ns());
+            for r in run {
+                self.lateness
+                    .record(written.saturating_since(r.due).as_ns());
+            }
+            i += n;
         }
+        due.clear();
+        self.due = due;
     }
 
-    /// Reads up to [`READ_BATCH`] packets from `tun` into the direction.
+    /// Writes one packet; whether the device took it.
+    fn write_one(&mut self, tun: BorrowedFd<'_>, packet: &Packet) -> bool {
+        self.io.writes += 1;
+        let written = if self.offload {
+            sys::write2(tun, &packet.hdr.to_bytes(), &packet.ip)
+        } else {
+            sys::write(tun, &packet.ip)
+        };
+        written.is_ok()
+    }
+
+    /// Reads up to [`READ_BATCH`] packets from `tun` into the direction; with offloads,
+    /// a TCP super-packet enters as the packets it splits into, all at its read time.
     fn read_available(
         &mut self,
         clock: &Clock,
@@ -385,7 +454,32 @@ impl Side {
                 break;
             }
             let now = clock.now();
-            self.direction.ingress(now, buf[..n].to_vec(), n as u32);
+            self.io.reads += 1;
+            if !self.offload {
+                let packet = Packet {
+                    hdr: VnetHdr::default(),
+                    ip: buf[..n].to_vec(),
+                };
+                self.direction.ingress(now, packet, n as u32);
+                continue;
+            }
+            let Some(hdr) = VnetHdr::parse(&buf[..n]) else {
+                self.io.gso_errors += 1;
+                continue;
+            };
+            let direction = &mut self.direction;
+            let split = offload::segment(hdr, &buf[VNET_HDR_LEN..n], |p| {
+                let len = p.ip.len() as u32;
+                direction.ingress(now, p, len);
+            });
+            match split {
+                Ok(segments) if hdr.is_gso() => {
+                    self.io.gso_reads += 1;
+                    self.io.gso_segments += segments as u64;
+                }
+                Ok(_) => {}
+                Err(_) => self.io.gso_errors += 1,
+            }
         }
         Ok(())
     }
@@ -426,6 +520,7 @@ fn event_loop(
     client_pidfd: Option<BorrowedFd<'_>>,
 ) -> io::Result<Outcome> {
     let mut buf = vec![0u8; READ_BUFFER_BYTES];
+    let mut scratch = Vec::with_capacity(READ_BUFFER_BYTES);
     let server_tun = server.tun.as_fd();
     let client_tun = client.tun.as_fd();
     let mut fds = vec![pollfd(server_tun), pollfd(client_tun), pollfd(sigfd)];
@@ -470,8 +565,8 @@ fn event_loop(
             let now = clock.now();
             downlink.direction.advance(now);
             uplink.direction.advance(now);
-            downlink.write_ready(clock, client_tun);
-            uplink.write_ready(clock, server_tun);
+            downlink.write_ready(clock, client_tun, &mut scratch);
+            uplink.write_ready(clock, server_tun, &mut scratch);
             return Ok(Outcome {
                 stop: Stop::ClientExited,
                 wakeups,
@@ -487,8 +582,8 @@ fn event_loop(
         let now = clock.now();
         downlink.direction.advance(now);
         uplink.direction.advance(now);
-        downlink.write_ready(clock, client_tun);
-        uplink.write_ready(clock, server_tun);
+        downlink.write_ready(clock, client_tun, &mut scratch);
+        uplink.write_ready(clock, server_tun, &mut scratch);
     }
 }
 
@@ -518,6 +613,7 @@ fn summarise(
         sched: dir.sched.as_ref().map(|s| s.preset.name.to_string()),
         counters: side.direction.counters().clone(),
         write_errors: side.write_errors,
+        io: side.io.clone(),
         held_at_exit: side.direction.held() as u64,
         link: side.direction.link().stats().clone(),
         lateness: side.lateness.summary(),
@@ -538,6 +634,7 @@ fn summarise(
             0.0
         },
         wakeups: outcome.wakeups,
+        offload: !config.args.no_offload,
         stop_reason: match outcome.stop {
             Stop::ClientExited => "client exited".to_string(),
             Stop::Signal(signo) => signal_name(signo).to_string(),

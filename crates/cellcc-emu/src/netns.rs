@@ -45,6 +45,13 @@ const IFNAMSIZ: usize = libc::IFNAMSIZ;
 const TUNSETIFF: libc::c_ulong = libc::TUNSETIFF as libc::c_ulong;
 const IFF_TUN: libc::c_short = libc::IFF_TUN as libc::c_short;
 const IFF_NO_PI: libc::c_short = libc::IFF_NO_PI as libc::c_short;
+const IFF_VNET_HDR: libc::c_short = libc::IFF_VNET_HDR as libc::c_short;
+const TUNSETOFFLOAD: libc::c_ulong = libc::TUNSETOFFLOAD as libc::c_ulong;
+/// What the emulator takes from the kernel with offloads on: packets with a partial
+/// checksum, and TCP super-packets over IPv4 and IPv6 (with CWR), which it segments
+/// (`crate::offload`). No UDP segmentation offload: UDP stays one datagram per packet.
+const TUN_OFFLOADS: libc::c_uint =
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
 const SIOCGIFFLAGS: libc::c_ulong = libc::SIOCGIFFLAGS as libc::c_ulong;
 const SIOCSIFFLAGS: libc::c_ulong = libc::SIOCSIFFLAGS as libc::c_ulong;
 const SIOCSIFADDR: libc::c_ulong = libc::SIOCSIFADDR as libc::c_ulong;
@@ -218,6 +225,9 @@ pub struct Endpoint {
     pub addr: Ipv4Addr,
     /// The other end's address (the TUN device's point-to-point peer).
     pub peer: Ipv4Addr,
+    /// Whether the device was opened with offloads: every packet read or written has a
+    /// virtio-net header in front (`crate::offload`).
+    pub offload: bool,
     /// The namespace's inode (`net:[INODE]`), for diagnostics and leak checks.
     pub ns_inode: u64,
 }
@@ -225,14 +235,17 @@ pub struct Endpoint {
 /// Creates a fresh namespace with a configured TUN device, from a new thread so the
 /// caller's namespace never changes. On error everything made so far is released (the
 /// file descriptors close, the device and the namespace vanish).
+/// With `offload`, the device hands over TCP super-packets and packets with partial
+/// checksums, each behind a virtio-net header, and takes them so.
 pub fn create_endpoint(
     tun_name: &'static str,
     addr: Ipv4Addr,
     peer: Ipv4Addr,
+    offload: bool,
 ) -> io::Result<Endpoint> {
     let handle = std::thread::Builder::new()
         .name(format!("netns-{tun_name}"))
-        .spawn(move || setup_in_new_namespace(tun_name, addr, peer))?;
+        .spawn(move || setup_in_new_namespace(tun_name, addr, peer, offload))?;
     handle
         .join()
         .map_err(|_| io::Error::other("namespace setup thread panicked"))?
@@ -242,6 +255,7 @@ fn setup_in_new_namespace(
     tun_name: &'static str,
     addr: Ipv4Addr,
     peer: Ipv4Addr,
+    offload: bool,
 ) -> io::Result<Endpoint> {
     sys::unshare_net().map_err(|e| {
         io::Error::new(
@@ -251,7 +265,7 @@ fn setup_in_new_namespace(
     })?;
     let ns = sys::open(c"/proc/thread-self/ns/net", libc::O_RDONLY)
         .map_err(|e| io::Error::new(e.kind(), format!("opening the new namespace: {e}")))?;
-    let tun = open_tun(tun_name)?;
+    let tun = open_tun(tun_name, offload)?;
     // A socket created now belongs to this thread's (new) namespace.
     // SAFETY: plain system call.
     let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
@@ -292,13 +306,15 @@ fn setup_in_new_namespace(
         tun_name,
         addr,
         peer,
+        offload,
         ns_inode,
     })
 }
 
 /// Opens `/dev/net/tun` and attaches a new non-persistent TUN device (no packet
-/// information header) in the calling thread's namespace.
-fn open_tun(name: &str) -> io::Result<OwnedFd> {
+/// information header) in the calling thread's namespace; with `offload`, with a
+/// virtio-net header and [`TUN_OFFLOADS`].
+fn open_tun(name: &str, offload: bool) -> io::Result<OwnedFd> {
     const DEV: &CStr = c"/dev/net/tun";
     let fd = sys::open(DEV, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| {
         io::Error::new(
@@ -307,13 +323,31 @@ fn open_tun(name: &str) -> io::Result<OwnedFd> {
         )
     })?;
     let mut req = IfReq::new(name)?;
-    req.set_short(IFF_TUN | IFF_NO_PI);
+    let vnet = if offload { IFF_VNET_HDR } else { 0 };
+    req.set_short(IFF_TUN | IFF_NO_PI | vnet);
     ioctl(
         fd.as_fd(),
         TUNSETIFF,
         &mut req,
         "creating the TUN device (TUNSETIFF)",
     )?;
+    if offload {
+        // SAFETY: TUNSETOFFLOAD takes the flags as the integer argument itself.
+        let ret = unsafe {
+            libc::ioctl(
+                fd.as_raw_fd(),
+                TUNSETOFFLOAD as _,
+                TUN_OFFLOADS as libc::c_ulong,
+            )
+        };
+        if ret < 0 {
+            let err = io::Error::last_os_error();
+            return Err(io::Error::new(
+                err.kind(),
+                format!("enabling TUN offloads (TUNSETOFFLOAD): {err} (--no-offload runs without)"),
+            ));
+        }
+    }
     Ok(fd)
 }
 

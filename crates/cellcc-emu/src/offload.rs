@@ -363,13 +363,12 @@ pub fn run_length<'a>(mut packets: impl Iterator<Item = &'a Packet>) -> usize {
     count
 }
 
-/// Writes the `run` (a [`run_length`] of at least 2) into `out` as one super-packet
-/// with its virtio-net header in front.
-pub fn coalesce(run: &[&Packet], out: &mut Vec<u8>) {
-    let first = run[0];
+/// Writes the `run` (the packets [`run_length`] counted, at least 2) into `out` as one
+/// super-packet with its virtio-net header in front.
+pub fn coalesce<'a>(mut run: impl Iterator<Item = &'a Packet>, out: &mut Vec<u8>) {
+    let first = run.next().expect("a run has a first packet");
     let layout = tcp_layout(&first.ip).expect("run_length accepted only TCP packets");
     let mss = first.ip.len() - layout.hdrs;
-    let last_flags = run[run.len() - 1].ip[layout.ip_hdr + 13];
     let hdr = VnetHdr {
         flags: F_NEEDS_CSUM,
         gso_type: if layout.v6 { GSO_TCPV6 } else { GSO_TCPV4 },
@@ -381,8 +380,10 @@ pub fn coalesce(run: &[&Packet], out: &mut Vec<u8>) {
     out.clear();
     out.extend_from_slice(&hdr.to_bytes());
     out.extend_from_slice(&first.ip);
-    for p in &run[1..] {
+    let mut last_flags = first.ip[layout.ip_hdr + 13];
+    for p in run {
         out.extend_from_slice(&p.ip[layout.hdrs..]);
+        last_flags = p.ip[layout.ip_hdr + 13];
     }
     let ip = &mut out[VNET_HDR_LEN..];
     ip[layout.ip_hdr + 13] |= last_flags & PSH;

@@ -241,9 +241,8 @@ fn segments_coalesce_back_into_the_super_packet() {
         };
         let segs = split(gso(kind, ip_hdr), &ip);
         assert_eq!(run_length(segs.iter()), 4, "v6 {v6}");
-        let refs: Vec<&Packet> = segs.iter().collect();
         let mut out = Vec::new();
-        coalesce(&refs, &mut out);
+        coalesce(segs.iter(), &mut out);
         let hdr = VnetHdr::parse(&out).unwrap();
         assert_eq!(hdr, gso(kind, ip_hdr));
         let merged = &out[VNET_HDR_LEN..];

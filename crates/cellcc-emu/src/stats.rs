@@ -122,6 +122,26 @@ pub struct LatenessSummary {
     pub excess_over_1ms_ms: f64,
 }
 
+/// A direction's reads (from the sending side's TUN device) and writes (to the
+/// receiving side's). Without offloads every read and write is one packet.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IoCounters {
+    /// Reads that returned a packet.
+    pub reads: u64,
+    /// Of those, TCP super-packets (offloads on).
+    pub gso_reads: u64,
+    /// Packets the super-packets were split into.
+    pub gso_segments: u64,
+    /// Super-packets that could not be split, dropped.
+    pub gso_errors: u64,
+    /// Writes.
+    pub writes: u64,
+    /// Of those, coalesced super-packets (offloads on).
+    pub gso_writes: u64,
+    /// Packets the coalesced writes carried.
+    pub coalesced_packets: u64,
+}
+
 /// One direction in the summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct DirectionSummary {
@@ -138,6 +158,8 @@ pub struct DirectionSummary {
     pub counters: DirectionCounters,
     /// Packets that could not be written to the TUN device.
     pub write_errors: u64,
+    /// System calls on the TUN devices and what they carried.
+    pub io: IoCounters,
     /// Packets still in the delay line or the link when the emulator stopped.
     pub held_at_exit: u64,
     /// The link's own counters (queue drops, opportunities).
@@ -167,6 +189,8 @@ pub struct Summary {
     pub cpu_fraction: f64,
     /// Event-loop wake-ups.
     pub wakeups: u64,
+    /// Whether the TUN devices ran with offloads (`--no-offload` turns them off).
+    pub offload: bool,
     /// Why the emulator stopped: `client exited`, `SIGINT`, `SIGTERM`, ...
     pub stop_reason: String,
     /// Exit status of the client command, if there was one and it exited.

@@ -187,6 +187,33 @@ pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// `writev(2)` of `head` then `body` as one buffer (one packet on a TUN device).
+#[inline]
+pub fn write2(fd: BorrowedFd<'_>, head: &[u8], body: &[u8]) -> io::Result<usize> {
+    let iov = [
+        libc::iovec {
+            iov_base: head.as_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: body.as_ptr() as *mut libc::c_void,
+            iov_len: body.len(),
+        },
+    ];
+    loop {
+        // SAFETY: both iovecs point to live buffers of their lengths, which writev only
+        // reads.
+        let n = unsafe { libc::writev(fd.as_raw_fd(), iov.as_ptr(), 2) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
 /// Waits until one of `fds` is ready or `timeout` passes (`None`: forever), with
 /// nanosecond resolution. Signals are not unblocked (they arrive through a signalfd).
 /// Returns the number of ready descriptors; 0 on timeout or interruption.

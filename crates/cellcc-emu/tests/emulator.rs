@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{json, unsupported, TempDir, EMU, FLOW, SERIAL};
+use common::{json, unsupported, write_constant_trace, TempDir, EMU, FLOW, SERIAL};
 
 macro_rules! require_emulation {
     () => {
@@ -27,17 +27,6 @@ macro_rules! require_emulation {
             return;
         }
     };
-}
-
-/// A constant-rate trace: rate R gives round(R / (8 × 1504)) opportunities per second,
-/// spread evenly over a 1000 ms period. Returns the number of opportunities per second.
-fn write_constant_trace(path: &Path, mbps: u64) -> u64 {
-    let n = ((mbps * 1_000_000) as f64 / (8.0 * 1504.0)).round() as u64;
-    let text: String = (1..=n)
-        .map(|i| format!("{}\n", (i * 1000).div_ceil(n)))
-        .collect();
-    std::fs::write(path, text).unwrap();
-    n
 }
 
 fn lines_of(program: &str, args: &[&str]) -> BTreeSet<String> {

@@ -71,3 +71,14 @@ pub(crate) fn json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// A constant-rate trace: rate R gives round(R / (8 × 1504)) opportunities per second,
+/// spread evenly over a 1000 ms period. Returns the number of opportunities per second.
+pub(crate) fn write_constant_trace(path: &Path, mbps: u64) -> u64 {
+    let n = ((mbps * 1_000_000) as f64 / (8.0 * 1504.0)).round() as u64;
+    let text: String = (1..=n)
+        .map(|i| format!("{}\n", (i * 1000).div_ceil(n)))
+        .collect();
+    std::fs::write(path, text).unwrap();
+    n
+}
