@@ -18,7 +18,7 @@ LOWEST_VENV := .venv-lowest
 VENV_PATH := PATH="$(abspath $(VENV))/bin:$$PATH"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python bench-startup bench-emu fuzz lint check-cargo check-python clean \
+.PHONY: help venv build browser sysdeps real test test-rust test-python demo bench bench-per-ack bench-python bench-startup bench-emu fuzz lint check-root check-cargo check-python clean \
 	wheel wheel-test sdist sdist-check test-wheel test-interpreters test-lowest
 
 help:
@@ -169,9 +169,11 @@ bench-startup: build
 # (tests/bench/emu.py; root only). Compare with another build side by side, run
 # alternately: make bench-emu EMU_BENCH_ARGS='--baseline ../old/cellcc-emu'.
 CARGO_TARGET := $(or $(CARGO_TARGET_DIR),target)
-bench-emu: check-cargo
+check-root:
 	@if [ "$$(id -u)" != 0 ]; then \
 	  echo "error: make bench-emu needs root (TUN devices and network namespaces)" >&2; exit 1; fi
+
+bench-emu: check-root check-cargo
 	cargo build --release --locked -p cellcc-emu
 	$(PYTHON) tests/bench/emu.py --emu $(CARGO_TARGET)/release/cellcc-emu \
 	  --flow $(CARGO_TARGET)/release/cellcc-flow --runs 3 $(EMU_BENCH_ARGS)
