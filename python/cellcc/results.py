@@ -18,6 +18,7 @@ import os
 import platform
 import re
 import shlex
+import stat
 import subprocess
 import sys
 import tempfile
@@ -171,10 +172,32 @@ def output_lock(root: str | os.PathLike[str]) -> Iterator[Path]:
         os.close(fd)  # releases the lock
 
 
+def _written_in_place(target: Path) -> bool:
+    """Whether ``target`` is a character device or a FIFO (``/dev/null``, ``/dev/stdout``,
+    a named pipe; through symlinks): it is written in place, since moving a file onto it
+    would replace the device (as root, ``/dev/null`` itself). A block device or a socket
+    is refused."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False
+    if stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        raise OSError(
+            errno.EINVAL,
+            "is a block device or a socket; give a file, a character device or a FIFO",
+            os.fspath(target),
+        )
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
 @contextlib.contextmanager
 def _atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; move it onto ``path`` if the block succeeds."""
+    """Yield a temporary path next to ``path``; move it onto ``path`` if the block succeeds
+    (a character device or a FIFO is yielded itself and written in place)."""
     target = Path(path)
+    if _written_in_place(target):
+        yield target
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp_name = tempfile.mkstemp(
@@ -218,7 +241,8 @@ def _write_with(path: str | os.PathLike[str], mode: str, writer: Callable[[IO[An
         with tmp.open(mode, **kwargs) as handle:
             writer(handle)
             handle.flush()
-            os.fsync(handle.fileno())
+            if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                os.fsync(handle.fileno())
     return target
 
 

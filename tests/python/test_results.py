@@ -3,6 +3,7 @@ import math
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,40 @@ def test_failed_write_keeps_the_old_file(tmp_path):
         results.write_csv_atomic(path, Broken())
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["a.csv"]
+
+
+def test_a_device_or_fifo_is_written_in_place_and_never_replaced(tmp_path):
+    import os
+    import socket
+    import stat
+    import threading
+
+    # A symlink to /dev/null, as /dev/stdout is a symlink: moving a file onto it would
+    # replace the link (or, named directly as root, the device node itself).
+    link = tmp_path / "null"
+    link.symlink_to("/dev/null")
+    results.write_json_atomic(link, {"a": 1})
+    assert link.is_symlink()
+    assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+    # A FIFO: the reader gets the text, and the FIFO stays a FIFO.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    results.write_text_atomic(fifo, "through the pipe")
+    reader.join(timeout=10)
+    assert got == ["through the pipe"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    # A socket is refused, naming it.
+    sock_path = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(sock_path))
+        with pytest.raises(OSError, match="block device or a socket") as info:
+            results.write_text_atomic(sock_path, "x")
+        assert info.value.filename == str(sock_path)
+        assert stat.S_ISSOCK(sock_path.stat().st_mode)
 
 
 def test_json_is_strict_nan_becomes_null(tmp_path):

@@ -14,13 +14,18 @@
 //!   the writer leaves the temporary file (named `.NAME.tmp-PID-N`).
 //! * A destination that is a directory is refused when the file is created, not at the
 //!   end.
+//! * A destination that is a character device or a FIFO (`/dev/null`, `/dev/stdout`, a
+//!   named pipe; through symlinks, as `/dev/stdout` is one) is written in place and never
+//!   replaced: renaming over it would put a regular file where the device was (as root,
+//!   `/dev/null` itself). Writing into a device or a pipe overwrites no file. A block
+//!   device or a socket is refused.
 //!
 //! Directories along the path are resolved as usual (only the last component is
 //! protected): the directory is the caller's choice.
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -30,11 +35,12 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 /// Mode of a new output file before the umask, as `File::create` uses.
 const MODE: u32 = 0o666;
 
-/// An output file being written: the temporary file until [`PendingOutput::commit`].
+/// An output file being written: the temporary file until [`PendingOutput::commit`], or
+/// (`tmp` = `None`) a device or pipe written in place.
 #[derive(Debug)]
 pub struct PendingOutput {
     dest: PathBuf,
-    tmp: PathBuf,
+    tmp: Option<PathBuf>,
     committed: bool,
 }
 
@@ -54,6 +60,26 @@ pub fn create(dest: &Path, owner: Option<(u32, u32)>) -> io::Result<(File, Pendi
             "is a directory; give a file name",
         ));
     }
+    if let Ok(kind) = std::fs::metadata(dest).map(|m| m.file_type()) {
+        if kind.is_char_device() || kind.is_fifo() {
+            let file = OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(dest)?;
+            let pending = PendingOutput {
+                dest: dest.to_path_buf(),
+                tmp: None,
+                committed: false,
+            };
+            return Ok((file, pending));
+        }
+        if kind.is_block_device() || kind.is_socket() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a block device or a socket; give a file name, a character device or a FIFO",
+            ));
+        }
+    }
     let dir = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -71,7 +97,7 @@ pub fn create(dest: &Path, owner: Option<(u32, u32)>) -> io::Result<(File, Pendi
         .open(&tmp)?;
     let pending = PendingOutput {
         dest: dest.to_path_buf(),
-        tmp,
+        tmp: Some(tmp),
         committed: false,
     };
     if let Some((uid, gid)) = owner {
@@ -86,10 +112,12 @@ impl PendingOutput {
         &self.dest
     }
 
-    /// Renames the temporary file over the destination. Call it once everything has been
-    /// written and flushed.
+    /// Renames the temporary file over the destination (nothing to do for a device or a
+    /// pipe). Call it once everything has been written and flushed.
     pub fn commit(mut self) -> io::Result<()> {
-        std::fs::rename(&self.tmp, &self.dest)?;
+        if let Some(tmp) = &self.tmp {
+            std::fs::rename(tmp, &self.dest)?;
+        }
         self.committed = true;
         Ok(())
     }
@@ -97,8 +125,8 @@ impl PendingOutput {
 
 impl Drop for PendingOutput {
     fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.tmp);
+        if let (false, Some(tmp)) = (self.committed, &self.tmp) {
+            let _ = std::fs::remove_file(tmp);
         }
     }
 }
@@ -170,6 +198,53 @@ mod tests {
         let fresh = dir.join("fresh");
         drop(create(&fresh, None).unwrap());
         assert_eq!(entries(&dir), ["log"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_character_device_or_a_fifo_is_written_in_place_and_never_replaced() {
+        let dir = temp_dir("device");
+        // A symlink to /dev/null, as /dev/stdout is a symlink: writing must go to the
+        // device and leave both the link and the device node as they were.
+        let link = dir.join("null");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        let (mut file, pending) = create(&link, None).unwrap();
+        file.write_all(b"discarded\n").unwrap();
+        drop(file);
+        pending.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        assert_eq!(entries(&dir), ["null"]);
+        // A FIFO: the reader gets the bytes, and the FIFO stays a FIFO.
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        let (mut file, pending) = create(&fifo, None).unwrap();
+        file.write_all(b"through the pipe\n").unwrap();
+        drop(file);
+        pending.commit().unwrap();
+        assert_eq!(reader.join().unwrap(), "through the pipe\n");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(entries(&dir), ["fifo", "null"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_socket_is_refused() {
+        let dir = temp_dir("socket");
+        let path = dir.join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let e = create(&path, None).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(std::fs::metadata(&path).unwrap().file_type().is_socket());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
