@@ -200,15 +200,22 @@ class EmuLink:
     downlink: Path
     uplink: Path
     delay_ms: float = 20.0
-    queue_packets: int = 1000
+    queue_packets: int | None = 1000
+    """Drop-tail limit in packets, each way (``None``: no packet limit)."""
     sched: str | None = None
     """Cellular scheduling preset on both directions (the simulator's ``[scheduling]``)."""
     ack_every_segment: bool = False
     """The receiver ACKs every segment (Linux's per-route ``quickack 1``; the simulator's
     ``tcp.quickack``), instead of Linux's mix of delayed and immediate ACKs."""
+    queue_bytes: int | None = None
+    """Drop-tail limit in charged bytes (IP length + 4, as the simulator counts), each way."""
 
     def args(self) -> list[str]:
-        queue = ["droptail", f"packets={self.queue_packets}"]
+        limits = {"packets": self.queue_packets, "bytes": self.queue_bytes}
+        given = [f"{name}={value}" for name, value in limits.items() if value is not None]
+        if not given:
+            raise RealPathError("an emulated drop-tail queue needs a packet or a byte limit")
+        queue = ["droptail", ", ".join(given)]
         sched = ["--uplink-sched", self.sched, "--downlink-sched", self.sched] if self.sched else []
         return [*sched,
             "--delay", f"{self.delay_ms:g}",
