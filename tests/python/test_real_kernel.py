@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
-from cellcc import api, mmlog, realpath, validation
+from cellcc import api, mmlog, realpath, validation, validation_runs
 from helpers import constant_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("native")]
@@ -152,3 +153,34 @@ def test_cesar_finds_the_uplink_grant_period(kernel: None, tmp_path: Path) -> No
     assert mine["phase"] == 1 and info["phase"] == "steady"  # STEADY on both sides
     assert mine["sets"] > 0
     assert abs(real["throughput_mbps"] / sim["throughput_mbps"] - 1) <= 0.10
+
+
+def test_validate_broad_end_to_end(tmp_path: Path) -> None:
+    # The broad command's real path: kernel CUBIC (no BPF needed), a byte buffer, two
+    # runs, on a constant 12 Mbit/s trace where the two sides agree (docs/validation.md).
+    reasons = realpath.missing_requirements(bpf=False)
+    if reasons:
+        pytest.skip("real path unavailable: " + "; ".join(reasons))
+    traces_dir = tmp_path / "traces"
+    traces_dir.mkdir()
+    trace = constant_trace(tmp_path, 12.0).read_text()
+    for suffix in (".down", ".up"):
+        (traces_dir / f"const12{suffix}").write_text(trace)
+    out = tmp_path / "out"
+    table = validation_runs.validate(
+        ["cubic"],
+        ["const12"],
+        traces_dir=traces_dir,
+        out_dir=out,
+        setup=validation.Setup(duration_s=4.0),
+        buffers=validation_runs.parse_buffers("150KB"),
+        runs=2,
+    )
+    row = table.iloc[0]
+    print(table.T)
+    assert row["buffer"] == "150KB" and row["runs"] == 2
+    assert (out / "runs/150KB/cubic--const12/run-2/downlink.log").is_file()
+    assert abs(row["throughput_diff"]) <= validation.ACCEPTANCE_THROUGHPUT
+    # The byte limit holds on both sides: 150 000 charged bytes drain in 100 ms here.
+    runs = pd.read_csv(out / "runs.csv")
+    assert (runs["real_qdelay_p95_ms"] <= 105).all() and (runs["sim_qdelay_p95_ms"] <= 105).all()

@@ -1,0 +1,510 @@
+"""The broad ``cellcc validate`` without root: buffers, the trace preset and the Irish
+conversion, the aggregation of repeated kernel runs, resuming, and the generated docs
+section. Kernel runs are faked (``validation.kernel_run``); the real path is exercised
+by ``test_validate_broad_end_to_end`` in ``test_real_kernel.py``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cellcc import realpath, traces, validation, validation_report, validation_runs
+from cellcc._native import UsageError
+from cellcc.validation_runs import Buffer, parse_buffers
+from helpers import assert_one_line_error, constant_trace
+
+# -- buffers ------------------------------------------------------------------------------
+
+
+def test_parse_buffers_reads_packets_and_decimal_bytes() -> None:
+    assert parse_buffers("150KB,1000p") == [Buffer(bytes=150_000), Buffer(packets=1000)]
+    assert parse_buffers(" 2MB , 1500B, 150kB") == [
+        Buffer(bytes=2_000_000),
+        Buffer(bytes=1500),
+        Buffer(bytes=150_000),
+    ]
+    assert [b.label for b in parse_buffers("150KB,1000p,2MB,1500B")] == [
+        "150KB",
+        "1000p",
+        "2MB",
+        "1500B",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("", "comma-separated list"),
+        ("150KB,,1000p", "comma-separated list"),
+        ("150kb", "'150kb' is not a buffer"),
+        ("150 KB", "'150 KB' is not a buffer"),
+        ("1.5MB", "'1.5MB' is not a buffer"),
+        ("1000", "'1000' is not a buffer"),
+        ("-5p", "'-5p' is not a buffer"),
+        ("0p", "at least 1"),
+        ("1000p,1000p", "given twice"),
+        ("150KB,150000B", "given twice"),
+    ],
+)
+def test_parse_buffers_names_the_option_and_the_item(text: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=r"^--buffers: ") as info:
+        parse_buffers(text)
+    assert needle in str(info.value)
+
+
+def test_byte_buffer_reaches_both_sides(tmp_path: Path) -> None:
+    setup = Buffer(bytes=150_000).setup(validation.Setup(duration_s=5.0))
+    assert setup.queue_packets is None and setup.queue_bytes == 150_000
+    scenario = validation.sim_scenario(
+        validation.SCHEMES["cubic"], tmp_path / "a.down", tmp_path / "a.up", setup
+    )
+    assert scenario["downlink"]["queue"] == {"kind": "droptail", "bytes": 150_000}
+    assert scenario["uplink"]["queue"] == {"kind": "droptail", "bytes": 150_000}
+    args = validation.emu_link(tmp_path / "a.down", tmp_path / "a.up", setup).args()
+    assert args[args.index("--downlink-queue-args") + 1] == "bytes=150000"
+    assert args[args.index("--uplink-queue-args") + 1] == "bytes=150000"
+    both = realpath.EmuLink(tmp_path / "a", tmp_path / "b", 20.0, 300, queue_bytes=450_000)
+    assert "packets=300, bytes=450000" in both.args()
+    with pytest.raises(realpath.RealPathError, match="packet or a byte limit"):
+        validation.Setup(queue_packets=None)
+
+
+# -- aggregation --------------------------------------------------------------------------
+
+SPREAD = {
+    "sim_throughput_min_mbps": 9.5,
+    "sim_throughput_max_mbps": 10.5,
+    "sim_qdelay_mean_min_ms": 90.0,
+    "sim_qdelay_mean_max_ms": 110.0,
+}
+
+
+def _run(k: int, real_tput: float, real_qd: float, sim_tput: float = 10.0, sim_qd: float = 100.0):
+    sim = {
+        "throughput_mbps": sim_tput,
+        "qdelay_mean_ms": sim_qd,
+        "qdelay_p95_ms": 2 * sim_qd,
+        "utilisation": 0.9,
+    }
+    real = dict(sim, throughput_mbps=real_tput, qdelay_mean_ms=real_qd, qdelay_p95_ms=2 * real_qd)
+    return dict(validation.compare_row("cubic", "t", sim, real), run=k, emu_within_1ms=0.999)
+
+
+def test_aggregate_reports_medians_ranges_and_the_difference_of_the_medians() -> None:
+    runs = [_run(1, 10.4, 120.0), _run(2, 9.0, 104.0), _run(3, 10.2, 95.0, sim_tput=10.2)]
+    row = validation_runs.aggregate("cubic", "t", "150KB", runs, SPREAD)
+    assert row["runs"] == 3
+    assert row["real_throughput_mbps"] == 10.2
+    assert (row["real_throughput_min_mbps"], row["real_throughput_max_mbps"]) == (9.0, 10.4)
+    assert row["sim_throughput_mbps"] == 10.0  # median of the aligned simulations
+    assert row["real_qdelay_mean_ms"] == 104.0
+    assert (row["real_qdelay_mean_min_ms"], row["real_qdelay_mean_max_ms"]) == (95.0, 120.0)
+    assert row["throughput_diff"] == pytest.approx(0.02)
+    assert row["throughput_diff_min"] == pytest.approx(-0.10)
+    assert row["throughput_diff_max"] == pytest.approx(0.04)
+    assert row["qdelay_mean_diff"] == pytest.approx(0.04)
+    assert row["sim_throughput_spread_min"] == pytest.approx(-0.05)
+    assert row["sim_qdelay_mean_spread_max"] == pytest.approx(0.10)
+    assert row["throughput_ok"] and row["qdelay_ok"]
+    assert row["real_in_sim_spread"]
+    assert row["median_run"] == 3
+    assert row["emu_within_1ms_min"] == 0.999
+
+
+def test_acceptance_bounds_apply_to_the_kernels_own_schemes_only() -> None:
+    # Medians 6 % and 12 % away: beyond 5 % / 10 %, within the BPF schemes' 10 % / 25 %.
+    runs = [_run(k, 10.6, 112.0) for k in (1, 2, 3)]
+    for scheme in ("cubic", "reno", "bbr"):
+        row = validation_runs.aggregate(scheme, "t", "1000p", runs, SPREAD)
+        assert (row["throughput_bound"], row["qdelay_bound"]) == (0.05, 0.10)
+        assert not row["throughput_ok"] and not row["qdelay_ok"], scheme
+    row = validation_runs.aggregate("vegas", "t", "1000p", runs, SPREAD)
+    assert (row["throughput_bound"], row["qdelay_bound"]) == (0.10, 0.25)
+    assert row["throughput_ok"] and row["qdelay_ok"]
+    assert validation.bounds_for("cdg") == (
+        validation.THROUGHPUT_TOLERANCE,
+        validation.QDELAY_TOLERANCE,
+    )
+
+
+def test_aggregate_of_an_even_number_of_runs_and_of_none() -> None:
+    runs = [_run(1, 10.0, 100.0), _run(2, 11.0, 100.0)]
+    row = validation_runs.aggregate("reno", "t", "1000p", runs, SPREAD)
+    assert row["real_throughput_mbps"] == 10.5
+    assert row["median_run"] == 1  # the lower of two equally near runs
+    assert row["throughput_diff"] == 0.05 and row["throughput_ok"]  # at the bound is within
+    with pytest.raises(ValueError, match="no kernel run"):
+        validation_runs.aggregate("reno", "t", "1000p", [], SPREAD)
+
+
+def test_aggregate_with_nothing_simulated_is_not_agreement() -> None:
+    runs = [_run(1, 1.0, 100.0, sim_tput=0.0)]
+    row = validation_runs.aggregate("cubic", "t", "1000p", runs, SPREAD)
+    assert math.isnan(row["throughput_diff"]) and not row["throughput_ok"]
+
+
+# -- the driver, with faked kernel runs ---------------------------------------------------
+
+
+class FakeKernel:
+    """Stands in for ``validation.kernel_run`` and ``validation.simulated_spread``."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, str, str | None, int | None, str]] = []
+        self.spreads = 0
+
+    def kernel_run(
+        self, scheme: Any, trace: str, down: Path, up: Path, setup: Any, run_dir: Path
+    ) -> dict[str, Any]:
+        k = int(run_dir.name.removeprefix("run-"))
+        self.runs.append((scheme.name, trace, setup.queue_packets, setup.queue_bytes, run_dir.name))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        series = pd.DataFrame(
+            {
+                "t_s": [0.0, 0.5, 1.0] * 2,
+                "throughput_mbps": [9.0, 10.0, 11.0, 9.5, 10.5, 10.0],
+                "qdelay_mean_ms": [50.0, 60.0, 70.0, 55.0, 65.0, 60.0],
+                "capacity_mbps": [12.0] * 6,
+                "side": ["simulator"] * 3 + ["kernel"] * 3,
+            }
+        )
+        series.to_csv(run_dir / "timeseries.csv", index=False)
+        record = _run(k, 10.0 + 0.1 * k, 100.0 - k)
+        return record | {"scheme": scheme.name, "trace": trace, "start_ms": 21 + k}
+
+    def spread(self, scheme: Any, down: Path, up: Path, setup: Any) -> dict[str, float]:
+        self.spreads += 1
+        return dict(SPREAD)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeKernel:
+    kernel = FakeKernel()
+    monkeypatch.setattr(validation, "kernel_run", kernel.kernel_run)
+    monkeypatch.setattr(validation, "simulated_spread", kernel.spread)
+    monkeypatch.setattr(realpath, "missing_requirements", lambda *, bpf: [])
+    return kernel
+
+
+@pytest.fixture
+def boston(tmp_path: Path) -> Path:
+    """A traces directory with two pairs."""
+    directory = tmp_path / "mahimahi"
+    directory.mkdir()
+    trace = constant_trace(tmp_path, 12.0, seconds=2).read_text()
+    for name in ("A", "B"):
+        (directory / f"{name}.down").write_text(trace)
+        (directory / f"{name}.up").write_text(trace)
+    return directory
+
+
+def _validate(boston: Path, out: Path, **kwargs: Any) -> pd.DataFrame:
+    options: dict[str, Any] = {
+        "traces_dir": boston,
+        "out_dir": out,
+        "setup": validation.Setup(duration_s=2.0),
+        "buffers": parse_buffers("150KB,1000p"),
+        "runs": 3,
+    }
+    return validation_runs.validate(["cubic", "reno"], ["A", "B"], **(options | kwargs))
+
+
+def test_every_run_is_its_own_file_and_the_table_has_a_row_per_pair(
+    fake: FakeKernel, boston: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    messages: list[str] = []
+    table = _validate(boston, out, progress=messages.append)
+    assert len(fake.runs) == 2 * 2 * 2 * 3 and fake.spreads == 8
+    assert len(messages) == 2 * 2 * 2 * (3 + 1)
+    assert {(q, b) for _, _, q, b, _ in fake.runs} == {(None, 150_000), (1000, None)}
+    assert list(table["buffer"].unique()) == ["150KB", "1000p"]
+    assert len(table) == 8 and set(table["runs"]) == {3}
+    row = table[(table["buffer"] == "150KB") & (table["scheme"] == "cubic")].iloc[0]
+    assert row["real_throughput_mbps"] == pytest.approx(10.2)
+    assert row["real_throughput_min_mbps"] == pytest.approx(10.1)
+    record = json.loads((out / "runs/150KB/cubic--A/run-2.json").read_text())
+    assert record["buffer"] == "150KB" and record["run"] == 2
+    assert record["setup"]["queue_bytes"] == 150_000 and record["setup"]["queue_packets"] is None
+    assert (out / "runs/1000p/reno--B/sim-spread.json").is_file()
+    assert len(pd.read_csv(out / "runs.csv")) == 24
+    assert len(pd.read_csv(out / "validation.csv")) == 8
+    text = (out / "validation.md").read_text()
+    assert "#### Drop-tail 150KB each way (150KB)" in text
+    assert "#### Drop-tail 1000 packets each way (1000p)" in text
+    assert "| cubic | A | 3 | 10.20 (10.10–10.30) |" in text
+    assert "](plots/delta-150KB.png)" in text
+    for name in ("delta-150KB.png", "delta-1000p.png", "overview-1000p-qdelay_mean_ms.png"):
+        assert (out / "plots" / name).stat().st_size > 0
+    assert (out / "plots/150KB/cubic--A.png").is_file()
+    assert "delta-1000p.png" in (out / "index.html").read_text()
+
+
+def test_resume_runs_only_what_is_missing_or_cut_short(
+    fake: FakeKernel, boston: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    _validate(boston, out)
+    fake.runs.clear()
+    fake.spreads = 0
+    (out / "runs/150KB/cubic--A/run-2.json").unlink()
+    # A run killed mid-write: a truncated file (a full disk, an older writer) and the
+    # atomic writer's temporary file; neither is a finished run.
+    cut = out / "runs/1000p/reno--B/run-3.json"
+    cut.write_text(cut.read_text()[:40])
+    (out / "runs/1000p/reno--B/.run-1.json.x1y2.tmp").write_text("{")
+    # A file that parses but lacks what a finished run writes.
+    partial = out / "runs/1000p/cubic--B/run-1.json"
+    partial.write_text(json.dumps({"scheme": "cubic", "trace": "B"}))
+    table = _validate(boston, out)
+    assert sorted((s, t, d) for s, t, _, _, d in fake.runs) == [
+        ("cubic", "A", "run-2"),
+        ("cubic", "B", "run-1"),
+        ("reno", "B", "run-3"),
+    ]
+    assert fake.spreads == 0
+    assert len(table) == 8 and set(table["runs"]) == {3}
+    assert json.loads(cut.read_text())["run"] == 3
+
+    # Everything done: the table and report are rebuilt without the real path.
+    def no_real_path(*, bpf: bool) -> list[str]:
+        raise AssertionError("the requirements were checked with nothing to run")
+
+    monkeypatch.setattr(realpath, "missing_requirements", no_real_path)
+    fake.runs.clear()
+    _validate(boston, out)
+    assert fake.runs == []
+
+
+def test_resume_refuses_runs_made_with_another_setup(
+    fake: FakeKernel, boston: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    _validate(boston, out, runs=1)
+    with pytest.raises(realpath.RealPathError, match=r"run-1.json was made with .*--force"):
+        _validate(boston, out, runs=1, setup=validation.Setup(duration_s=3.0))
+    fake.runs.clear()
+    _validate(boston, out, runs=1, setup=validation.Setup(duration_s=3.0), force=True)
+    assert len(fake.runs) == 8
+
+
+def test_runs_must_be_at_least_one(fake: FakeKernel, boston: Path, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--runs: at least 1"):
+        _validate(boston, tmp_path / "out", runs=0)
+
+
+def test_requirements_are_checked_before_any_run(
+    boston: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(realpath, "missing_requirements", lambda *, bpf: ["no TUN here"])
+    monkeypatch.setattr(validation, "kernel_run", pytest.fail)
+    with pytest.raises(realpath.RealPathError, match="cannot validate here: no TUN here"):
+        _validate(boston, tmp_path / "out")
+
+
+# -- the generated docs section -----------------------------------------------------------
+
+DOC = f"""# Validation
+
+Hand-written text.
+
+{validation_report.BEGIN}
+old table
+{validation_report.END}
+
+More hand-written text.
+"""
+
+
+def test_replace_section_keeps_everything_outside_the_markers() -> None:
+    new = validation_report.replace_section(DOC, "new table\n", where="doc.md")
+    before, after = DOC.split(validation_report.BEGIN)[0], DOC.split(validation_report.END)[1]
+    assert new == f"{before}{validation_report.BEGIN}\nnew table\n{validation_report.END}{after}"
+    assert validation_report.replace_section(new, "new table\n", where="doc.md") == new
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("# no markers\n", "found 0 and 0"),
+        (DOC.replace(validation_report.END, ""), "found 1 and 0"),
+        (DOC + validation_report.BEGIN, "found 2 and 1"),
+        (f"{validation_report.END}\n{validation_report.BEGIN}\n", "comes before"),
+    ],
+)
+def test_replace_section_needs_one_pair_of_markers_in_order(text: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=r"^doc\.md: ") as info:
+        validation_report.replace_section(text, "x", where="doc.md")
+    assert needle in str(info.value)
+
+
+def test_docs_section_and_figures_are_written_by_the_command(
+    fake: FakeKernel, boston: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "docs" / "validation.md"
+    doc.parent.mkdir()
+    doc.write_text(DOC)
+    _validate(boston, tmp_path / "out", docs=doc, command="cellcc validate --preset broad")
+    text = doc.read_text()
+    assert text.startswith("# Validation\n\nHand-written text.\n\n")
+    assert text.endswith(f"{validation_report.END}\n\nMore hand-written text.\n")
+    assert "old table" not in text
+    assert "Generated by `cellcc validate --preset broad`" in text
+    assert "](validation/delta-150KB.png)" in text and "](validation/delta-1000p.png)" in text
+    assert (doc.parent / "validation" / "delta-150KB.png").stat().st_size > 0
+    assert "8 pairs within both bounds" not in text  # counted per buffer
+    assert text.count("of 4 pairs within both bounds.") == 2
+
+
+def test_docs_without_markers_fail_before_any_run(
+    fake: FakeKernel, boston: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "validation.md"
+    doc.write_text("# Validation\n")
+    with pytest.raises(UsageError, match="validate:begin"):
+        _validate(boston, tmp_path / "out", docs=doc)
+    assert fake.runs == []
+    assert doc.read_text() == "# Validation\n"
+
+
+def test_repository_doc_has_the_markers() -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
+    validation_report.check_docs(doc)
+
+
+# -- traces -------------------------------------------------------------------------------
+
+IRISH_HEADER = "Timestamp,NetworkMode,DL_bitrate,UL_bitrate"
+
+
+def _irish_csv(path: Path, rates_kbps: list[int]) -> Path:
+    rows = [IRISH_HEADER] + [
+        f"2020.02.14_13.21.{i:02d},5G,{rate},10" for i, rate in enumerate(rates_kbps)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_irish_conversion_cuts_the_idle_lead_in_and_adds_a_constant_uplink(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "irl"
+    _irish_csv(source / "Download" / "Static" / "x.csv", [0, 0, 0, 24_000, 12_000, 12_000])
+    spec = validation_runs.IrishTrace("Static/x.csv", uplink_mbps=12.0)
+    pair = validation_runs.convert_irish("irl", spec, source, tmp_path / "out" / "traces")
+    down = traces.read_timestamps(pair.down)
+    # 24 Mbit/s is two lines per ms from the first millisecond of the first busy second.
+    assert list(down[:4]) == [1, 1, 2, 2]
+    assert down[-1] == 3000 and len(down) == 2000 + 1000 + 1000
+    up = traces.read_timestamps(pair.up)
+    assert list(up) == list(range(1, 3001))  # 12 Mbit/s: one line per ms, same period
+    note = json.loads((tmp_path / "out" / "traces" / "irl.json").read_text())
+    assert note["lead_in_cut_s"] == 3 and note["uplink_mbps"] == 12.0
+    assert sorted(p.name for p in (tmp_path / "out" / "traces").iterdir()) == [
+        "irl.down",
+        "irl.json",
+        "irl.up",
+        "irl.up.rates",
+    ]
+
+
+def test_irish_source_missing_says_how_to_get_it(tmp_path: Path) -> None:
+    with pytest.raises(realpath.RealPathError, match="traces download ireland-5g-2020"):
+        validation_runs.resolve_traces(
+            ["Ireland-5G-static"],
+            traces_dir=tmp_path / "mahimahi",
+            irish_dir=None,
+            out_dir=tmp_path,
+        )
+
+
+def test_broad_preset_is_every_boston_pair_and_the_irish_trace(
+    shared_traces: Path, tmp_path: Path
+) -> None:
+    mahimahi = shared_traces / "mahimahi"
+    with_both = {p.stem for p in mahimahi.glob("*.down") if p.with_suffix(".up").is_file()}
+    assert with_both == set(validation_runs.BOSTON_PAIRS)
+    preset = validation_runs.PRESETS["broad"]
+    assert len(preset["traces"]) >= 6 + 1
+    assert list(preset["schemes"]) == list(validation.DEFAULT_SCHEMES)
+    assert parse_buffers(preset["buffers"]) == [Buffer(bytes=150_000), Buffer(packets=1000)]
+    pairs = validation_runs.resolve_traces(
+        preset["traces"], traces_dir=mahimahi, irish_dir=None, out_dir=tmp_path
+    )
+    assert [p.name for p in pairs] == list(preset["traces"])
+    irish = pairs[-1]
+    assert irish.down.parent == tmp_path / "traces"  # converted into the output only
+    down = traces.read_timestamps(irish.down)
+    assert down[0] <= 1000  # the download starts in the first second
+    _, capacity = traces.capacity_mbps(down, bin_ms=1000)
+    assert 12.0 < capacity[:30].mean() < 24.0  # suits a 30 s run (measured: 18 Mbit/s)
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The arguments ``cellcc validate`` passes to the library, which returns a table."""
+    seen: dict[str, Any] = {}
+
+    def fake_validate(schemes: Any, trace_names: Any, **kwargs: Any) -> pd.DataFrame:
+        seen.update(kwargs, schemes=list(schemes), traces=list(trace_names))
+        return pd.DataFrame([_run(1, 10.0, 100.0) | {"buffer": "1000p", "runs": 1}])
+
+    monkeypatch.setattr(validation_runs, "validate", fake_validate)
+    return seen
+
+
+def _invoke(*args: str) -> Any:
+    from cellcc.cli import app
+
+    return CliRunner().invoke(app, ["validate", *args])
+
+
+def test_preset_broad_fills_what_is_not_given(captured: dict[str, Any], tmp_path: Path) -> None:
+    result = _invoke("--preset", "broad", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert captured["schemes"] == list(validation.DEFAULT_SCHEMES)
+    assert captured["traces"] == [*validation_runs.BOSTON_PAIRS, "Ireland-5G-static"]
+    assert [b.label for b in captured["buffers"]] == ["150KB", "1000p"]
+    assert captured["runs"] == 3
+    assert captured["command"].startswith("cellcc validate --preset broad")
+
+    result = _invoke(
+        "--preset", "broad", "--schemes", "cubic", "--runs", "2", "--traces", "A", "--queue", "50"
+    )
+    assert result.exit_code == 0, result.output
+    assert captured["schemes"] == ["cubic"] and captured["traces"] == ["A"]
+    assert captured["runs"] == 2 and captured["buffers"] == [Buffer(packets=50)]
+
+
+def test_without_a_preset_the_defaults_are_one_run_on_the_queue(
+    captured: dict[str, Any],
+) -> None:
+    result = _invoke("--queue", "300")
+    assert result.exit_code == 0, result.output
+    assert captured["runs"] == 1 and captured["buffers"] == [Buffer(packets=300)]
+    assert captured["docs"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--buffers", "150kb"), ("--buffers", "'150kb' is not a buffer")),
+        (("--buffers", "150KB", "--queue", "50"), ("--buffers and --queue",)),
+        (("--preset", "wide"), ("--preset", "unknown preset 'wide'", "broad")),
+    ],
+)
+def test_command_errors_name_the_option(
+    captured: dict[str, Any], args: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
+    assert_one_line_error(_invoke(*args), *needles)
+    assert captured == {}
