@@ -34,6 +34,10 @@ def _pct(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{value * 100:+.1f} %".replace("-", "−")
 
 
+def _whole_pct(value: float) -> str:
+    return f"{value * 100:.0f} %"
+
+
 def _range(low: float, high: float, digits: int) -> str:
     return f"{low:.{digits}f}–{high:.{digits}f}"
 
@@ -62,7 +66,7 @@ def markdown_table(rows: pd.DataFrame) -> str:
             f"| {r['sim_qdelay_mean_ms']:.1f} "
             f"({_range(r['sim_qdelay_mean_min_ms'], r['sim_qdelay_mean_max_ms'], 1)}) "
             f"| {_pct(r['qdelay_mean_diff'])}{mark_d} "
-            f"| {r['throughput_bound']:.0%} / {r['qdelay_bound']:.0%} |"
+            f"| {_whole_pct(r['throughput_bound'])} / {_whole_pct(r['qdelay_bound'])} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -91,9 +95,11 @@ def markdown_section(
         f"up to {runs} kernel run(s) per pair. Kernel: median (min–max) over the runs. "
         "Sim: median of the simulations aligned on each run (start-time spread). Δ: "
         "kernel median against sim median. Bounds (throughput / mean queueing delay): "
-        f"{validation.ACCEPTANCE_THROUGHPUT:.0%} / {validation.ACCEPTANCE_QDELAY:.0%} for "
+        f"{_whole_pct(validation.ACCEPTANCE_THROUGHPUT)} / "
+        f"{_whole_pct(validation.ACCEPTANCE_QDELAY)} for "
         f"{', '.join(validation.ACCEPTANCE_SCHEMES)}, "
-        f"{validation.THROUGHPUT_TOLERANCE:.0%} / {validation.QDELAY_TOLERANCE:.0%} for "
+        f"{_whole_pct(validation.THROUGHPUT_TOLERANCE)} / "
+        f"{_whole_pct(validation.QDELAY_TOLERANCE)} for "
         "the BPF schemes.",
     ]
     for label, rows in table.groupby("buffer", sort=False):
@@ -165,6 +171,7 @@ def delta_figure(rows: pd.DataFrame, *, title: str) -> Any:
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
     records = rows.to_dict(orient="records")
     figure = Figure(figsize=(max(6.0, 0.32 * len(records) + 2), 6.5))
@@ -176,7 +183,14 @@ def delta_figure(rows: pd.DataFrame, *, title: str) -> Any:
     ):
         for i, r in enumerate(records):
             bound = r[bound_key]
-            ax.fill_between([i - 0.45, i + 0.45], -bound, bound, color="#e8f0e8", linewidth=0)
+            ax.fill_between(
+                [i - 0.45, i + 0.45],
+                -bound,
+                bound,
+                color="#e8f0e8",
+                linewidth=0,
+                label="the scheme's bound" if i == 0 else None,
+            )
 
             def finite(v: Any) -> float:
                 return float(v) if v is not None and math.isfinite(float(v)) else math.nan
@@ -206,7 +220,7 @@ def delta_figure(rows: pd.DataFrame, *, title: str) -> Any:
             )
         ax.axhline(0.0, color="black", linewidth=0.6)
         ax.set_ylabel(label)
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:+.0%}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:+.0%}"))
     axes[0].legend(fontsize="small", loc="upper left")
     axes[0].set_title(title)
     axes[1].set_xticks(x)
