@@ -366,12 +366,15 @@ def validate(
         irish_dir=Path(irish_dir) if irish_dir is not None else None,
         out_dir=out,
     )
+    # Run k of every pair before run k + 1 of any: a pair's runs are spread over the
+    # whole validation, not taken back to back, and an interrupted validation has whole
+    # rounds to report.
     plan = [
         (buffer, scheme, pair, k)
+        for k in range(1, runs + 1)
         for buffer in buffers
         for scheme in chosen
         for pair in pairs
-        for k in range(1, runs + 1)
     ]
 
     def finished(buffer: Buffer, scheme: str, trace: str, k: int) -> dict[str, Any] | None:

@@ -224,6 +224,8 @@ def test_every_run_is_its_own_file_and_the_table_has_a_row_per_pair(
     assert len(fake.runs) == 2 * 2 * 2 * 3 and fake.spreads == 8
     assert len(messages) == 2 * 2 * 2 * (3 + 1)
     assert {(q, b) for _, _, q, b, _ in fake.runs} == {(None, 150_000), (1000, None)}
+    # In rounds: run 1 of all eight pairs, then run 2 of all, then run 3.
+    assert [d for *_, d in fake.runs] == ["run-1"] * 8 + ["run-2"] * 8 + ["run-3"] * 8
     assert list(table["buffer"].unique()) == ["150KB", "1000p"]
     assert len(table) == 8 and set(table["runs"]) == {3}
     row = table[(table["buffer"] == "150KB") & (table["scheme"] == "cubic")].iloc[0]
