@@ -130,6 +130,11 @@ IRISH_TRACES: dict[str, IrishTrace] = {
     "Ireland-5G-static": IrishTrace("Static/B_2020.02.14_13.21.26.csv", uplink_mbps=12.0),
 }
 
+IRISH_LEAD_IN_MBPS = 1.0
+"""The download of an Irish 5G log starts at its first second of at least this rate: every
+log of the set opens with 6-13 s of the logger alone, readings of 0-0.8 Mbit/s, which are
+cut so that the flow starts with the download."""
+
 PRESETS: dict[str, dict[str, Any]] = {
     "broad": {
         "schemes": validation.DEFAULT_SCHEMES,
@@ -152,9 +157,10 @@ class TracePair:
 
 def convert_irish(name: str, spec: IrishTrace, irish_dir: Path, dest: Path) -> TracePair:
     """Convert ``spec`` with :func:`cellcc.traces.convert` into ``dest``: the downlink
-    from ``DL_bitrate`` without its idle lead-in (the whole seconds before the first line:
-    the logger starts before the download), and a constant-rate uplink as long as the
-    downlink's period. A ``<name>.json`` beside them says what was done."""
+    from ``DL_bitrate`` without its lead-in (the whole seconds before the first one of at
+    least :data:`IRISH_LEAD_IN_MBPS`: the logger starts before the download), and a
+    constant-rate uplink as long as the downlink's period. A ``<name>.json`` beside them
+    says what was done."""
     source = irish_dir / "Download" / spec.csv
     if not source.is_file():
         raise realpath.RealPathError(
@@ -164,19 +170,27 @@ def convert_irish(name: str, spec: IrishTrace, irish_dir: Path, dest: Path) -> T
     dest.mkdir(parents=True, exist_ok=True)
     down, up = dest / f"{name}.down", dest / f"{name}.up"
     full = traces.convert(source, dest / f"{name}.full.down", kind="irish-csv")
+    rates = traces.read_irish_csv(source).rates_bps
+    busy = (rates >= IRISH_LEAD_IN_MBPS * 1e6).nonzero()[0]
+    if not len(busy):
+        raise realpath.RealPathError(
+            f"{source}: no second of at least {IRISH_LEAD_IN_MBPS:g} Mbit/s to start from"
+        )
+    lead_ms = int(busy[0]) * 1000
     stamps = traces.read_timestamps(full.output)
-    lead_ms = (int(stamps[0]) - 1) // 1000 * 1000  # line m carries millisecond m - 1
+    # Line m carries millisecond m - 1: the lines of the lead-in are those up to lead_ms.
     traces.write_trace(down, stamps[stamps > lead_ms] - lead_ms)
     full.output.unlink()
     period_s = (int(stamps[-1]) - lead_ms) / 1000.0
-    rates = write_text_atomic(dest / f"{name}.up.rates", f"0 {spec.uplink_mbps:g}\n")
-    uplink = traces.convert(rates, up, kind="rates", duration_s=period_s)
+    constant = write_text_atomic(dest / f"{name}.up.rates", f"0 {spec.uplink_mbps:g}\n")
+    uplink = traces.convert(constant, up, kind="rates", duration_s=period_s)
     write_json_atomic(
         dest / f"{name}.json",
         {
             "source": str(source),
             "column": "DL_bitrate",
             "lead_in_cut_s": lead_ms / 1000,
+            "lead_in_rule": f"whole seconds before the first of >= {IRISH_LEAD_IN_MBPS:g} Mbit/s",
             "downlink_period_s": period_s,
             "uplink_mbps": spec.uplink_mbps,
             "conversion_notes": full.notes + uplink.notes,

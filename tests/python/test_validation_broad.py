@@ -398,11 +398,13 @@ def test_irish_conversion_cuts_the_idle_lead_in_and_adds_a_constant_uplink(
     tmp_path: Path,
 ) -> None:
     source = tmp_path / "irl"
-    _irish_csv(source / "Download" / "Static" / "x.csv", [0, 0, 0, 24_000, 12_000, 12_000])
+    # The logger's readings before the download: low, not zero (as in the shared files).
+    _irish_csv(source / "Download" / "Static" / "x.csv", [63, 2, 800, 24_000, 12_000, 12_000])
     spec = validation_runs.IrishTrace("Static/x.csv", uplink_mbps=12.0)
     pair = validation_runs.convert_irish("irl", spec, source, tmp_path / "out" / "traces")
     down = traces.read_timestamps(pair.down)
-    # 24 Mbit/s is two lines per ms from the first millisecond of the first busy second.
+    # 24 Mbit/s is two lines per ms from the first millisecond of the first busy second
+    # (the lead-in's lines go with it; what it carries over is less than a line).
     assert list(down[:4]) == [1, 1, 2, 2]
     assert down[-1] == 3000 and len(down) == 2000 + 1000 + 1000
     up = traces.read_timestamps(pair.up)
@@ -443,9 +445,10 @@ def test_broad_preset_is_every_boston_pair_and_the_irish_trace(
     assert [p.name for p in pairs] == list(preset["traces"])
     irish = pairs[-1]
     assert irish.down.parent == tmp_path / "traces"  # converted into the output only
-    down = traces.read_timestamps(irish.down)
-    assert down[0] <= 1000  # the download starts in the first second
-    _, capacity = traces.capacity_mbps(down, bin_ms=1000)
+    note = json.loads((tmp_path / "traces" / f"{irish.name}.json").read_text())
+    assert note["lead_in_cut_s"] == 6.0
+    _, capacity = traces.capacity_mbps(traces.read_timestamps(irish.down), bin_ms=1000)
+    assert capacity[0] > 15.0  # the download starts in the first second
     assert 12.0 < capacity[:30].mean() < 24.0  # suits a 30 s run (measured: 18 Mbit/s)
 
 
