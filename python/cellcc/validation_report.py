@@ -72,9 +72,12 @@ def markdown_table(rows: pd.DataFrame) -> str:
 
 
 def _buffer_title(label: str) -> str:
-    if label.endswith("p"):
-        return f"Drop-tail {label[:-1]} packets each way ({label})"
-    return f"Drop-tail {label} each way ({label})"
+    """``Drop-tail 150000 bytes each way (150KB)``."""
+    from cellcc.validation_runs import parse_buffers
+
+    (buffer,) = parse_buffers(label)
+    limit = f"{buffer.packets} packets" if buffer.packets is not None else f"{buffer.bytes} bytes"
+    return f"Drop-tail {limit} each way ({label})"
 
 
 def markdown_section(

@@ -238,7 +238,7 @@ def test_every_run_is_its_own_file_and_the_table_has_a_row_per_pair(
     assert len(pd.read_csv(out / "runs.csv")) == 24
     assert len(pd.read_csv(out / "validation.csv")) == 8
     text = (out / "validation.md").read_text()
-    assert "#### Drop-tail 150KB each way (150KB)" in text
+    assert "#### Drop-tail 150000 bytes each way (150KB)" in text
     assert "#### Drop-tail 1000 packets each way (1000p)" in text
     assert "| cubic | A | 3 | 10.20 (10.10–10.30) |" in text
     assert "](plots/delta-150KB.png)" in text
