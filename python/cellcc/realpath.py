@@ -138,18 +138,24 @@ def kernel_loaded(
 
     ``settings`` maps an algorithm (``c2tcp``) to default parameters to set after
     loading (``{"alpha_x100": 200}``). Yields the registered names; the loader is stopped
-    (and the algorithms unregistered) on exit, whatever happens in the block.
+    (and the algorithms unregistered) on exit, whatever happens in the block. A loader
+    that is already running is shared instead: its algorithms are used, the defaults set,
+    and it is left running.
     """
     binary = str(find_binary("cellcc-kernel"))
+    running = _running_loader(binary)
+    if running is not None:
+        # Another process's loader (a concurrent validation, or one started by hand):
+        # share it and leave it running. Only one loader can hold the algorithms.
+        _set_defaults(binary, settings)
+        yield running
+        return
     loader = subprocess.Popen(
         [binary, "load"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         names = _wait_ready(loader, timeout_s)
-        for algo, params in (settings or {}).items():
-            args = [f"{k}={v}" for k, v in params.items()]
-            if args:
-                _run_checked([binary, "set", algo, *args], what=f"cellcc-kernel set {algo}")
+        _set_defaults(binary, settings)
         yield names
     finally:
         if loader.poll() is None:
@@ -162,6 +168,28 @@ def kernel_loaded(
         for pipe in (loader.stdout, loader.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+def _running_loader(binary: str) -> list[str] | None:
+    """The registered names of a loader that is already running, or None when there is
+    none (``cellcc-kernel list`` fails, or reports no loader)."""
+    listed = subprocess.run([binary, "list", "--json"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        return None
+    try:
+        state = json.loads(listed.stdout)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(state, dict) or state.get("loader_pid") is None:
+        return None
+    return [a["name"] for a in state.get("algorithms", []) if a.get("registered")]
+
+
+def _set_defaults(binary: str, settings: Mapping[str, Mapping[str, int]] | None) -> None:
+    for algo, params in (settings or {}).items():
+        args = [f"{k}={v}" for k, v in params.items()]
+        if args:
+            _run_checked([binary, "set", algo, *args], what=f"cellcc-kernel set {algo}")
 
 
 def _wait_ready(loader: subprocess.Popen[str], timeout_s: float) -> list[str]:

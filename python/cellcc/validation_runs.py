@@ -24,6 +24,8 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -169,7 +171,11 @@ def convert_irish(name: str, spec: IrishTrace, irish_dir: Path, dest: Path) -> T
         )
     dest.mkdir(parents=True, exist_ok=True)
     down, up = dest / f"{name}.down", dest / f"{name}.up"
-    full = traces.convert(source, dest / f"{name}.full.down", kind="irish-csv")
+    # The whole-trace conversion goes to a directory of its own: validations sharing an
+    # --out (one per scheme group, say) convert at the same time.
+    with tempfile.TemporaryDirectory(dir=dest, prefix=f".{name}.") as scratch:
+        full = traces.convert(source, Path(scratch) / f"{name}.full.down", kind="irish-csv")
+        stamps = traces.read_timestamps(full.output)
     rates = traces.read_irish_csv(source).rates_bps
     busy = (rates >= IRISH_LEAD_IN_MBPS * 1e6).nonzero()[0]
     if not len(busy):
@@ -177,10 +183,8 @@ def convert_irish(name: str, spec: IrishTrace, irish_dir: Path, dest: Path) -> T
             f"{source}: no second of at least {IRISH_LEAD_IN_MBPS:g} Mbit/s to start from"
         )
     lead_ms = int(busy[0]) * 1000
-    stamps = traces.read_timestamps(full.output)
     # Line m carries millisecond m - 1: the lines of the lead-in are those up to lead_ms.
     traces.write_trace(down, stamps[stamps > lead_ms] - lead_ms)
-    full.output.unlink()
     period_s = (int(stamps[-1]) - lead_ms) / 1000.0
     constant = write_text_atomic(dest / f"{name}.up.rates", f"0 {spec.uplink_mbps:g}\n")
     uplink = traces.convert(constant, up, kind="rates", duration_s=period_s)
@@ -446,6 +450,9 @@ def _kernel_run(
     """Kernel run ``k`` of a pair, written to its run file before returning."""
     pair_setup = buffer.setup(setup)
     run_dir = pair_dir(out, buffer.label, scheme.name, pair.name) / f"run-{k}"
+    # What an interrupted run (or the finished one --force redoes) left behind: the flow
+    # and the emulator refuse to write over an existing log.
+    shutil.rmtree(run_dir, ignore_errors=True)
     record = validation.kernel_run(scheme, pair.name, pair.down, pair.up, pair_setup, run_dir)
     record.update(buffer=buffer.label, run=k, setup=_setup_record(pair_setup))
     write_json_atomic(run_file(out, buffer.label, scheme.name, pair.name, k), record)

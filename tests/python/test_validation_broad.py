@@ -164,7 +164,10 @@ class FakeKernel:
     ) -> dict[str, Any]:
         k = int(run_dir.name.removeprefix("run-"))
         self.runs.append((scheme.name, trace, setup.queue_packets, setup.queue_bytes, run_dir.name))
+        # As cellcc-flow and cellcc-emu, which never write over an existing log.
         run_dir.mkdir(parents=True, exist_ok=True)
+        if (run_dir / "timeseries.csv").exists():
+            raise FileExistsError(run_dir / "timeseries.csv")
         series = pd.DataFrame(
             {
                 "t_s": [0.0, 0.5, 1.0] * 2,
