@@ -192,3 +192,34 @@ def test_sim_scenario_mirrors_the_emulated_path(tmp_path: Path) -> None:
     args = link.args()
     assert args[args.index("--delay") + 1] == "15"
     assert args[args.index("--downlink-queue-args") + 1] == "packets=300"
+
+
+FAKE_LOADER = """#!/bin/sh
+echo "$*" >> "$(dirname "$0")/calls"
+case "$1" in
+  list) cat "$(dirname "$0")/state.json" ;;
+  load) echo "ready: cellcc_c2tcp cellcc_vegas"; exec sleep 30 ;;
+  set) ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("running", [False, True])
+def test_kernel_loaded_shares_a_running_loader(fake_bin: Path, running: bool) -> None:
+    """Two validations at once (one per scheme group) use the one loader there can be:
+    the second shares the first's, sets its defaults and leaves it running."""
+    kernel = fake_bin / "cellcc-kernel"
+    kernel.write_text(FAKE_LOADER)
+    (fake_bin / "state.json").write_text(
+        '{"loader_pid": %s, "algorithms": [{"name": "cellcc_c2tcp", "registered": true},'
+        ' {"name": "cellcc_cdg", "registered": false}]}' % ("4242" if running else "null")
+    )
+    with realpath.kernel_loaded({"c2tcp": {"alpha_x100": 200}}) as names:
+        pass
+    calls = (fake_bin / "calls").read_text().splitlines()
+    if running:
+        assert names == ["cellcc_c2tcp"]
+        assert calls == ["list --json", "set c2tcp alpha_x100=200"]
+    else:
+        assert names == ["cellcc_c2tcp", "cellcc_vegas"]
+        assert calls == ["list --json", "load", "set c2tcp alpha_x100=200"]
