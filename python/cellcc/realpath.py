@@ -215,7 +215,10 @@ def kernel_stats(algo: str) -> list[dict[str, Any]]:
 
 
 def _run_checked(argv: Sequence[str], *, what: str, timeout: float | None = None) -> str:
-    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RealPathError(f"{what} did not finish within {timeout:.0f} s; stopped") from None
     if done.returncode != 0:
         raise RealPathError(f"{what} failed (exit {done.returncode}): {done.stderr.strip()}")
     return done.stdout
@@ -278,6 +281,13 @@ class EmuRun:
     tcp_info: Path
 
 
+DRAIN_S = 2.0
+"""How long the sender lets the kernel deliver its queued tail after ``duration_s``
+before resetting the connection (``cellcc-flow send --drain``). Measurements use the
+``duration_s`` window, which the tail follows; without the limit a send buffer of a few
+MB takes minutes to drain on a 0.1–1 Mbit/s trace and holds the run."""
+
+
 def run_emulated(
     link: EmuLink, *, cc: str, duration_s: float, out_dir: str | os.PathLike[str]
 ) -> EmuRun:
@@ -302,6 +312,7 @@ def run_emulated(
             "--duration", f"{duration_s:g}",
             "--info-log", shlex.quote(str(files["tcp_info.csv"])),
             "--summary", shlex.quote(str(files["send.json"])),
+            "--drain", f"{DRAIN_S:g}",
         ]
     )  # fmt: skip
     argv = [
@@ -312,7 +323,7 @@ def run_emulated(
         "--server-cmd", sender,
         "--", *_receiver(link, flow, files["recv.json"]),
     ]  # fmt: skip
-    _run_checked(argv, what=f"cellcc-emu ({cc})", timeout=duration_s + 60)
+    _run_checked(argv, what=f"cellcc-emu ({cc})", timeout=duration_s + DRAIN_S + 60)
 
     def load(name: str) -> dict[str, Any]:
         path = files[name]

@@ -223,3 +223,10 @@ def test_kernel_loaded_shares_a_running_loader(fake_bin: Path, running: bool) ->
     else:
         assert names == ["cellcc_c2tcp", "cellcc_vegas"]
         assert calls == ["list --json", "load", "set c2tcp alpha_x100=200"]
+
+
+def test_a_command_past_its_time_limit_is_a_clear_error() -> None:
+    """A run that does not end (a path too slow to drain the sender's queue, say) is
+    stopped and named, not a traceback."""
+    with pytest.raises(realpath.RealPathError, match=r"sleeper did not finish within 0 s"):
+        realpath._run_checked(["sleep", "5"], what="sleeper", timeout=0.3)

@@ -3,7 +3,11 @@
 //! * `recv` listens, accepts one connection and reads until EOF, logging every read.
 //! * `send` selects a congestion control with `TCP_CONGESTION` before connecting,
 //!   connects (retrying while the receiver is not listening yet), writes for a fixed
-//!   time while sampling `TCP_INFO`, and closes.
+//!   time while sampling `TCP_INFO`, and closes. Closing hands the unsent tail to the
+//!   kernel, which still delivers it; with `--drain S` the sender waits at most S seconds
+//!   for the send queue to empty and then resets the connection, so that a slow path
+//!   (minutes for a few MB at 0.1 Mbit/s) does not hold the run. `recv` takes a reset
+//!   after data as the end of the transfer (`reset` in its summary).
 //!
 //! Times in logs are CLOCK_MONOTONIC nanoseconds since the tool's start, whose absolute
 //! value is in the summary (`start_monotonic_ns`), so logs of the two ends (and of the
@@ -154,6 +158,8 @@ pub struct RecvSummary {
     pub duration_s: f64,
     /// bytes × 8 / duration, Mbit/s.
     pub goodput_mbps: f64,
+    /// The sender reset the connection after data (`send --drain` cut the tail).
+    pub reset: bool,
 }
 
 /// Receives one connection until EOF.
@@ -172,11 +178,17 @@ pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
     let mut buf = vec![0u8; CHUNK_BYTES];
     let (mut bytes, mut reads) = (0u64, 0u64);
     let (mut first, mut last) = (None, None);
+    let mut reset = false;
     loop {
         let n = match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // `send --drain` ended the transfer with a reset.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset && bytes > 0 => {
+                reset = true;
+                break;
+            }
             Err(e) => return Err(io_err("reading")(e)),
         };
         let t = since(start);
@@ -209,6 +221,7 @@ pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
         } else {
             0.0
         },
+        reset,
     };
     write_json(summary_out, &summary)?;
     Ok(summary)
@@ -231,6 +244,9 @@ pub struct SendOptions {
     pub connect_timeout: Duration,
     /// Write the JSON summary here; stdout if `None`.
     pub summary: Option<PathBuf>,
+    /// After writing, wait at most this long for the send queue to empty, then reset the
+    /// connection; `None` closes at once and leaves the tail to the kernel.
+    pub drain: Option<Duration>,
 }
 
 /// What the sender reports.
@@ -254,6 +270,11 @@ pub struct SendSummary {
     pub samples: u64,
     /// Last `TCP_INFO` sample, taken when writing stopped.
     pub last: InfoSample,
+    /// Bytes handed to the kernel but not acknowledged when the drain time ran out, cut
+    /// by a reset (0 without `--drain`, or when the queue emptied in time).
+    pub unsent_bytes: u64,
+    /// Whether the connection was reset at the end of the drain time.
+    pub reset: bool,
 }
 
 /// The `struct tcp_info` of `linux/tcp.h`, up to `tcpi_delivery_rate` (Linux 4.9+).
@@ -625,6 +646,31 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
     if let Some(log) = info_log {
         log.finish("info log")?;
     }
+    let unsent_bytes = match opts.drain {
+        Some(limit) => drain(fd, limit).map_err(io_err("waiting for the send queue to empty"))?,
+        None => 0,
+    };
+    let reset = unsent_bytes > 0;
+    if reset {
+        // SO_LINGER with a zero timeout: close sends a reset and drops the queue.
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: `linger` is a valid `struct linger` of the size passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(io_err("setting SO_LINGER")(io::Error::last_os_error()));
+        }
+    }
     let summary = SendSummary {
         start_monotonic_ns: start,
         to: opts.to.to_string(),
@@ -635,12 +681,39 @@ pub fn send(opts: &SendOptions) -> Result<SendSummary, FlowError> {
         bytes_written: written,
         samples,
         last,
+        unsent_bytes,
+        reset,
     };
     // The summary is written before closing, so it exists once the receiver sees EOF.
     write_json(summary_out, &summary)?;
-    // Closing hands the unsent tail to the kernel, which still delivers it.
+    // Closing hands the unsent tail to the kernel, which still delivers it, unless the
+    // drain time ran out (then it resets the connection).
     drop(stream);
     Ok(summary)
+}
+
+/// Bytes in the send queue (written, not yet acknowledged: `SIOCOUTQ`).
+fn send_queue_bytes(fd: RawFd) -> io::Result<u64> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int through the pointer.
+    if unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(queued.max(0) as u64)
+}
+
+/// Waits until the send queue is empty or `limit` has passed; the bytes still queued.
+fn drain(fd: RawFd, limit: Duration) -> io::Result<u64> {
+    const POLL: Duration = Duration::from_millis(10);
+    let deadline = sys::monotonic_ns().saturating_add(limit.as_nanos() as u64);
+    loop {
+        let queued = send_queue_bytes(fd)?;
+        let now = sys::monotonic_ns();
+        if queued == 0 || now >= deadline {
+            return Ok(queued);
+        }
+        std::thread::sleep(POLL.min(Duration::from_nanos(deadline - now)));
+    }
 }
 
 #[cfg(test)]
@@ -684,6 +757,7 @@ mod tests {
             info_interval: Duration::from_millis(10),
             connect_timeout: Duration::from_millis(300),
             summary: None,
+            drain: None,
         };
         let started = std::time::Instant::now();
         let err = send(&opts).unwrap_err();
@@ -714,6 +788,7 @@ mod tests {
             info_interval: Duration::from_millis(10),
             connect_timeout: Duration::from_millis(100),
             summary: Some(dir.join("send.json")),
+            drain: None,
         };
         send(&opts).unwrap_err();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
@@ -726,6 +801,91 @@ mod tests {
         // no empty summary or temporary file was left.
         assert_eq!(left, ["info.csv", "victim"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn drain_resets_a_connection_whose_queue_does_not_empty_and_recv_takes_it_as_the_end() {
+        // A peer that reads nothing: the sender's queue cannot empty.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = listener.local_addr().unwrap();
+        let peer = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(600));
+            let mut buf = vec![0u8; CHUNK_BYTES];
+            loop {
+                match stream.read(&mut buf) {
+                    Ok(0) => return io::ErrorKind::UnexpectedEof,
+                    Ok(_) => continue,
+                    Err(e) => return e.kind(),
+                }
+            }
+        });
+        let opts = SendOptions {
+            to,
+            cc: "cubic".into(),
+            duration: Duration::from_millis(100),
+            info_log: None,
+            info_interval: Duration::from_millis(10),
+            connect_timeout: Duration::from_secs(5),
+            summary: Some(
+                std::env::temp_dir().join(format!("cellcc-drain-{}.json", std::process::id())),
+            ),
+            drain: Some(Duration::from_millis(200)),
+        };
+        let started = std::time::Instant::now();
+        let sent = send(&opts).unwrap();
+        std::fs::remove_file(opts.summary.as_ref().unwrap()).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(
+            sent.reset && sent.unsent_bytes > 0,
+            "{} unsent",
+            sent.unsent_bytes
+        );
+        assert!(sent.unsent_bytes <= sent.bytes_written);
+        assert_eq!(peer.join().unwrap(), io::ErrorKind::ConnectionReset);
+
+        // `recv` against a sender that resets after data: the end, not an error.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let recv_opts = RecvOptions {
+            port,
+            bind: "127.0.0.1".parse().unwrap(),
+            log: None,
+            summary: Some(
+                std::env::temp_dir().join(format!("cellcc-reset-{}.json", std::process::id())),
+            ),
+        };
+        let summary = recv_opts.summary.clone().unwrap();
+        let receiver = std::thread::spawn(move || recv(&recv_opts));
+        let mut stream = loop {
+            match TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => break s,
+                Err(_) => std::thread::sleep(RETRY_PAUSE),
+            }
+        };
+        stream.write_all(&[7u8; 100_000]).unwrap();
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: a valid `struct linger` of the size passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        std::thread::sleep(Duration::from_millis(100));
+        drop(stream);
+        let got = receiver.join().unwrap().unwrap();
+        std::fs::remove_file(summary).unwrap();
+        assert!(got.reset);
+        assert!(got.bytes > 0 && got.bytes <= 100_000, "{}", got.bytes);
     }
 
     #[test]
@@ -750,9 +910,12 @@ mod tests {
             info_interval: Duration::from_millis(10),
             connect_timeout: Duration::from_secs(5),
             summary: Some(dir.join("send.json")),
+            drain: Some(Duration::from_secs(5)),
         };
         let sent = send(&send_opts).unwrap();
         let got = receiver.join().unwrap();
+        // The receiver reads everything, so the queue empties well within the drain time.
+        assert!(!sent.reset && sent.unsent_bytes == 0 && !got.reset);
         assert_eq!(got.bytes, sent.bytes_written);
         assert!(sent.samples >= 10, "{}", sent.samples);
         let info = std::fs::read_to_string(dir.join("info.csv")).unwrap();

@@ -57,6 +57,10 @@ enum Cmd {
         /// JSON summary; stdout if absent.
         #[arg(long, value_name = "FILE")]
         summary: Option<PathBuf>,
+        /// After writing, wait at most S s for the kernel to deliver what is queued, then
+        /// reset the connection [default: close and let the kernel deliver it all].
+        #[arg(long, value_name = "S", value_parser = parse_seconds)]
+        drain: Option<Duration>,
     },
 }
 
@@ -94,6 +98,7 @@ fn main() {
             info_interval_ms,
             connect_timeout,
             summary,
+            drain,
         } => flow::send(&SendOptions {
             to,
             cc,
@@ -102,6 +107,7 @@ fn main() {
             info_interval: Duration::from_millis(info_interval_ms),
             connect_timeout,
             summary,
+            drain,
         })
         .map(drop),
     };
