@@ -16,6 +16,7 @@ aggregates them, and :mod:`cellcc.validation_report` writes the tables and plots
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cellcc import api, kernel_policy, mmlog, realpath
@@ -204,7 +206,7 @@ def simulate_aligned(
     as the emulated flow's (``first_arrival_ms``), so both see the same capacity."""
     probe = api.simulate(sim_scenario(scheme, down, up, replace(setup, duration_s=1.0)))
     assert probe.packet_log is not None  # sim_scenario turns the packet log on
-    lead_ms = int(mmlog.parse(probe.packet_log).arrivals_ms[0])
+    lead_ms = first_data_ms(mmlog.parse(probe.packet_log))
     start_s = max(0, first_arrival_ms - lead_ms) / 1000.0
     result = api.simulate(sim_scenario(scheme, down, up, setup, start_s=start_s))
     assert result.packet_log is not None
@@ -242,11 +244,25 @@ def emu_link(down: Path, up: Path, setup: Setup) -> realpath.EmuLink:
     )
 
 
+FIRST_DATA_BYTES = 200
+"""An arrival of at least this many bytes carries data. The window starts at the first
+one: the kernel's log opens with small packets the simulator does not send (a 52-byte
+packet of the namespaces' set-up, the 64-byte SYN, the 56-byte ACK of the handshake), and
+the handshake waits for the uplink's first opportunity, 0.65–1.06 s into the
+TMobile-UMTS, ATT-LTE-driving and Verizon-EVDO traces."""
+
+
+def first_data_ms(log: mmlog.MmLog) -> int:
+    """Arrival time (ms) of the flow's first data packet at the link."""
+    data = np.flatnonzero(log.arrival_bytes >= FIRST_DATA_BYTES)
+    if not len(data):
+        raise realpath.RealPathError(f"{log.source}: no data packet reached the link")
+    return int(log.arrivals_ms[data[0]])
+
+
 def _window(log: mmlog.MmLog, duration_s: float) -> tuple[int, int]:
-    """From the first arrival (the flow's first packet) for the flow's duration."""
-    if not len(log.arrivals_ms):
-        raise realpath.RealPathError(f"{log.source}: no packet reached the link")
-    start = int(log.arrivals_ms[0])
+    """From the flow's first data packet (:func:`first_data_ms`) for its duration."""
+    start = first_data_ms(log)
     return start, start + round(duration_s * 1000)
 
 
@@ -303,10 +319,21 @@ def kernel_run(
     sides' metrics, the differences, the emulator's timing); the logs and the time series
     (``timeseries.csv``) land in ``run_dir``."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    emu = run_emulated(scheme, emu_link(down, up, setup), setup.duration_s, run_dir)
-    real_log = mmlog.read(emu.downlink_log)
+    run_emulated(scheme, emu_link(down, up, setup), setup.duration_s, run_dir)
+    return measure_run(scheme, trace, down, up, setup, run_dir)
+
+
+def measure_run(
+    scheme: RealScheme, trace: str, down: Path, up: Path, setup: Setup, run_dir: Path
+) -> dict[str, Any]:
+    """The record of a kernel run from the files it left in ``run_dir`` (the downlink
+    log, the emulator's stats, the receiver's summary), with the simulation aligned on it
+    run now: ``cellcc validate --remeasure`` calls this again on finished runs after a
+    change to the simulator or to the measurement."""
+    real_log = mmlog.read(run_dir / "downlink.log")
+    stats, receiver = (json.loads((run_dir / f).read_text()) for f in ("emu.json", "recv.json"))
     real, real_series = measure(real_log, setup.duration_s)
-    first_ms = int(real_log.arrivals_ms[0])
+    first_ms = first_data_ms(real_log)
     result, sim, sim_series = simulate_aligned(scheme, down, up, setup, first_ms)
     series = pd.concat(
         [sim_series.assign(side="simulator"), real_series.assign(side="kernel")], ignore_index=True
@@ -315,10 +342,8 @@ def kernel_run(
     row = compare_row(scheme.name, trace, sim, real)
     row["start_ms"] = first_ms
     row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
-    row["real_goodput_mbps"] = float(emu.receiver.get("goodput_mbps", math.nan))
-    row["emu_within_1ms"] = float(
-        emu.stats.get("lateness", {}).get("fraction_within_1ms", math.nan)
-    )
+    row["real_goodput_mbps"] = float(receiver.get("goodput_mbps", math.nan))
+    row["emu_within_1ms"] = float(stats.get("lateness", {}).get("fraction_within_1ms", math.nan))
     return row
 
 

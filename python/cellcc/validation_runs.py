@@ -353,6 +353,7 @@ def validate(
     runs: int = 1,
     irish_dir: str | os.PathLike[str] | None = None,
     force: bool = False,
+    remeasure: bool = False,
     progress: Callable[[str], object] | None = None,
     docs: str | os.PathLike[str] | None = None,
     command: str | None = None,
@@ -360,7 +361,9 @@ def validate(
     """Run every kernel run and spread not already in ``out_dir`` and return the table
     (one row per buffer, scheme and trace). ``buffers`` defaults to ``setup``'s queue;
     ``docs`` names a markdown file whose generated section is replaced
-    (:func:`cellcc.validation_report.update_docs`)."""
+    (:func:`cellcc.validation_report.update_docs`). ``remeasure`` recomputes every
+    finished run's record from its logs (:func:`cellcc.validation.measure_run`) and every
+    simulator spread with the simulator at hand, keeping the kernel runs."""
     from cellcc import validation_report
 
     unknown = [s for s in schemes if s not in validation.SCHEMES]
@@ -412,6 +415,8 @@ def validate(
             key = (buffer.label, scheme.name, pair.name, k)
             if done[key] is None:
                 done[key] = _kernel_run(out, buffer, scheme, pair, k, setup)
+            elif remeasure:
+                done[key] = _kernel_run(out, buffer, scheme, pair, k, setup, remeasure=True)
             if progress:
                 progress(f"{scheme.name} on {pair.name}, {buffer.label}, run {k}")
 
@@ -419,7 +424,7 @@ def validate(
     for buffer in buffers:
         for scheme in chosen:
             for pair in pairs:
-                spread = _spread(out, buffer, scheme, pair, setup, force=force)
+                spread = _spread(out, buffer, scheme, pair, setup, force=force or remeasure)
                 if progress:
                     progress(f"{scheme.name} on {pair.name}, {buffer.label}: simulator spread")
                 records = [
@@ -446,14 +451,25 @@ def _kernel_run(
     pair: TracePair,
     k: int,
     setup: validation.Setup,
+    *,
+    remeasure: bool = False,
 ) -> dict[str, Any]:
-    """Kernel run ``k`` of a pair, written to its run file before returning."""
+    """Kernel run ``k`` of a pair, written to its run file before returning; with
+    ``remeasure``, the finished run's record computed again from its logs."""
     pair_setup = buffer.setup(setup)
     run_dir = pair_dir(out, buffer.label, scheme.name, pair.name) / f"run-{k}"
-    # What an interrupted run (or the finished one --force redoes) left behind: the flow
-    # and the emulator refuse to write over an existing log.
-    shutil.rmtree(run_dir, ignore_errors=True)
-    record = validation.kernel_run(scheme, pair.name, pair.down, pair.up, pair_setup, run_dir)
+    if remeasure:
+        if not (run_dir / "downlink.log").is_file():
+            raise realpath.RealPathError(
+                f"{run_dir}: the run's logs are missing; --remeasure needs them (redo the "
+                "run: delete its run file)"
+            )
+        record = validation.measure_run(scheme, pair.name, pair.down, pair.up, pair_setup, run_dir)
+    else:
+        # What an interrupted run (or the finished one --force redoes) left behind: the
+        # flow and the emulator refuse to write over an existing log.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        record = validation.kernel_run(scheme, pair.name, pair.down, pair.up, pair_setup, run_dir)
     record.update(buffer=buffer.label, run=k, setup=_setup_record(pair_setup))
     write_json_atomic(run_file(out, buffer.label, scheme.name, pair.name, k), record)
     return json.loads(json.dumps(json_ready(record)))

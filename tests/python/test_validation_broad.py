@@ -168,6 +168,7 @@ class FakeKernel:
         run_dir.mkdir(parents=True, exist_ok=True)
         if (run_dir / "timeseries.csv").exists():
             raise FileExistsError(run_dir / "timeseries.csv")
+        (run_dir / "downlink.log").write_text("")
         series = pd.DataFrame(
             {
                 "t_s": [0.0, 0.5, 1.0] * 2,
@@ -285,6 +286,54 @@ def test_resume_runs_only_what_is_missing_or_cut_short(
     fake.runs.clear()
     _validate(boston, out)
     assert fake.runs == []
+
+
+def test_remeasure_recomputes_finished_runs_from_their_logs_and_keeps_the_kernel_runs(
+    fake: FakeKernel, boston: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    _validate(boston, out)
+    fake.runs.clear()
+    fake.spreads = 0
+    measured: list[tuple[str, str, str]] = []
+
+    def measure_run(
+        scheme: Any, trace: str, down: Path, up: Path, setup: Any, run_dir: Path
+    ) -> dict[str, Any]:
+        assert (run_dir / "downlink.log").is_file()
+        measured.append((scheme.name, trace, run_dir.name))
+        k = int(run_dir.name.removeprefix("run-"))
+        record = _run(k, 10.0 + 0.1 * k, 100.0 - k, sim_tput=12.0)
+        return record | {"scheme": scheme.name, "trace": trace, "start_ms": 1096}
+
+    monkeypatch.setattr(validation, "measure_run", measure_run)
+    table = _validate(boston, out, remeasure=True)
+    assert fake.runs == [] and len(measured) == 24 and fake.spreads == 8
+    assert set(table["sim_throughput_mbps"]) == {12.0}
+    record = json.loads((out / "runs/1000p/reno--B/run-3.json").read_text())
+    assert record["start_ms"] == 1096 and record["run"] == 3 and record["buffer"] == "1000p"
+
+    # A finished run whose logs are gone cannot be measured again: named, not guessed.
+    (out / "runs/150KB/cubic--A/run-2/downlink.log").unlink()
+    with pytest.raises(realpath.RealPathError, match=r"cubic--A/run-2: the run's logs"):
+        _validate(boston, out, remeasure=True)
+
+
+def test_the_window_starts_at_the_first_data_packet_not_the_handshake() -> None:
+    """The kernel's downlink log opens with a set-up packet (52 bytes), the SYN (64) and,
+    where the uplink's first opportunity comes late, the SYN again; the flow's data comes
+    a second later on Verizon-EVDO-driving. The simulator sends no handshake."""
+    from cellcc import mmlog
+
+    lines = ["24 + 52", "26 + 64", "94 - 52 70", "94 - 64 68", "1031 + 64", "1039 - 64 8"]
+    lines += [f"{1096 + i} + 1504" for i in range(20)]
+    lines += [f"{1100 + i} - 1504 {4}" for i in range(20)]
+    log = mmlog.parse("\n".join(sorted(lines, key=lambda x: int(x.split()[0]))) + "\n")
+    assert validation.first_data_ms(log) == 1096
+    summary, _ = validation.measure(log, 1.0)
+    assert summary["packets"] == 20
+    with pytest.raises(realpath.RealPathError, match="no data packet"):
+        validation.first_data_ms(mmlog.parse("24 + 52\n26 + 64\n"))
 
 
 def test_resume_refuses_runs_made_with_another_setup(
@@ -509,6 +558,7 @@ def test_without_a_preset_the_defaults_are_one_run_on_the_queue(
         (("--buffers", "150kb"), ("--buffers", "'150kb' is not a buffer")),
         (("--buffers", "150KB", "--queue", "50"), ("--buffers and --queue",)),
         (("--preset", "wide"), ("--preset", "unknown preset 'wide'", "broad")),
+        (("--force", "--remeasure"), ("--force", "--remeasure")),
     ],
 )
 def test_command_errors_name_the_option(

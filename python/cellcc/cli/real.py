@@ -125,6 +125,14 @@ def validate(
         ),
     ] = None,
     force: Annotated[bool, option("--force", help="Redo runs already in --out.")] = False,
+    remeasure: Annotated[
+        bool,
+        option(
+            "--remeasure",
+            help="Recompute the finished runs' records from their logs with this simulator "
+            "(kernel runs kept; after a change to the simulator or the measurement).",
+        ),
+    ] = False,
 ) -> None:
     """Run the same scenarios in the simulator and through the emulator with real Linux
     TCP, and report throughput and queueing-delay differences (needs root)."""
@@ -142,6 +150,8 @@ def validate(
             choices = ", ".join(validation_runs.PRESETS)
             raise UsageError(f"--preset: unknown preset {preset!r}; choose from {choices}")
         chosen = dict(validation_runs.PRESETS[preset])
+    if force and remeasure:
+        raise UsageError("--force redoes the kernel runs, --remeasure keeps them; give one")
     if buffers is not None and given("queue"):
         raise UsageError("--buffers and --queue both set the buffer; give one of them")
     if traces_dir is None:
@@ -178,6 +188,7 @@ def validate(
             buffers=buffer_list,
             runs=run_count,
             force=force,
+            remeasure=remeasure,
             progress=advance,
             docs=docs,
             command=command,
