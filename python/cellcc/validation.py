@@ -276,6 +276,53 @@ def measure(log: mmlog.MmLog, duration_s: float) -> tuple[dict[str, float], pd.D
     return mmlog.summary(log, start_ms=start, end_ms=end), series.reset_index(drop=True)
 
 
+EARLY_S = 5.0
+"""Where a difference arises: the first seconds (slow start or start-up and its first
+losses) or the rest of the window."""
+
+STALL_SHARE = 0.1
+"""A 0.5 s bin in which the link carried under this share of what it offered (and it
+offered at least 0.1 Mbit/s) is a stall: the sender left the queue empty."""
+
+
+def _packet_weighted_qdelay(series: pd.DataFrame) -> float:
+    weight = series["throughput_mbps"].fillna(0.0)
+    total = float(weight.sum())
+    if total <= 0:
+        return math.nan
+    return float((series["qdelay_mean_ms"].fillna(0.0) * weight).sum() / total)
+
+
+def _stall_s(series: pd.DataFrame) -> float:
+    offered = series["capacity_mbps"].fillna(0.0)
+    idle = (offered >= 0.1) & (series["throughput_mbps"].fillna(0.0) < STALL_SHARE * offered)
+    return float(idle.sum()) * 0.5
+
+
+def kernel_rtos(tcp_info: Path) -> int:
+    """Entries into the Loss state (``ca_state`` 4: a retransmission timeout) in the
+    sender's ``TCP_INFO`` samples (every 10 ms)."""
+    states = pd.read_csv(tcp_info, usecols=["ca_state"])["ca_state"].to_numpy()
+    if not len(states):
+        return 0
+    return int((states[0] == 4) + ((states[1:] == 4) & (states[:-1] != 4)).sum())
+
+
+def diagnostics(real: pd.DataFrame, sim: pd.DataFrame) -> dict[str, float]:
+    """Where the two sides part: the queueing-delay difference over the first
+    :data:`EARLY_S` seconds and after (packet-weighted), and the seconds each side left
+    the link idle (:data:`STALL_SHARE`)."""
+    row: dict[str, float] = {}
+    for name, early in (("first", True), ("after", False)):
+        part = {
+            side: _packet_weighted_qdelay(s[(s["t_s"] < EARLY_S) == early])
+            for side, s in (("real", real), ("sim", sim))
+        }
+        row[f"qdelay_diff_{name}_{EARLY_S:g}s"] = _relative(part["real"], part["sim"])
+    row["real_stall_s"], row["sim_stall_s"] = _stall_s(real), _stall_s(sim)
+    return row
+
+
 def _relative(real: float, sim: float) -> float:
     return (real - sim) / sim if sim and math.isfinite(sim) and math.isfinite(real) else math.nan
 
@@ -343,6 +390,10 @@ def measure_run(
     row["start_ms"] = first_ms
     row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
     row["real_goodput_mbps"] = float(receiver.get("goodput_mbps", math.nan))
+    row.update(diagnostics(real_series, sim_series))
+    row["sim_rtos"] = int(result.flows["rtos"].iloc[0])
+    tcp_info = run_dir / "tcp_info.csv"
+    row["real_rtos"] = kernel_rtos(tcp_info) if tcp_info.is_file() else math.nan
     row["emu_within_1ms"] = float(stats.get("lateness", {}).get("fraction_within_1ms", math.nan))
     return row
 

@@ -336,7 +336,21 @@ def aggregate(
     row["median_run"] = int(frame.loc[distance.idxmin(), "run"])
     if "emu_within_1ms" in frame:
         row["emu_within_1ms_min"] = float(frame["emu_within_1ms"].min())
+    for column in DIAGNOSTIC_KEYS:
+        if column in frame:
+            row[column] = float(frame[column].astype(float).median())
     return row
+
+
+DIAGNOSTIC_KEYS = (
+    "qdelay_diff_first_5s",
+    "qdelay_diff_after_5s",
+    "real_rtos",
+    "sim_rtos",
+    "real_stall_s",
+    "sim_stall_s",
+)
+"""Per-run diagnostics (:func:`cellcc.validation.diagnostics`), medians per pair."""
 
 
 # -- the command --------------------------------------------------------------------------

@@ -566,3 +566,42 @@ def test_command_errors_name_the_option(
 ) -> None:
     assert_one_line_error(_invoke(*args), *needles)
     assert captured == {}
+
+
+def test_diagnostics_say_where_the_two_sides_part(tmp_path: Path) -> None:
+    t = [0.0, 0.5, 5.0, 5.5, 6.0]
+    real = pd.DataFrame(
+        {
+            "t_s": t,
+            "throughput_mbps": [10.0, 10.0, 0.5, 10.0, 10.0],
+            "capacity_mbps": [10.0] * 5,
+            "qdelay_mean_ms": [20.0, 40.0, 0.0, 50.0, 50.0],
+        }
+    )
+    sim = real.assign(throughput_mbps=[10.0] * 5, qdelay_mean_ms=[30.0, 30.0, 50.0, 50.0, 50.0])
+    row = validation.diagnostics(real, sim)
+    # First 5 s: kernel 30 ms (packet-weighted), simulator 30 ms. After: the kernel's
+    # stalled bin (0.5 of 20.5 Mbit/s-bins) weighs in with its 0 ms.
+    assert row["qdelay_diff_first_5s"] == pytest.approx(0.0)
+    assert row["qdelay_diff_after_5s"] == pytest.approx(1000 / 20.5 / 50 - 1)
+    assert row["real_stall_s"] == 0.5 and row["sim_stall_s"] == 0.0
+    info = tmp_path / "tcp_info.csv"
+    info.write_text(
+        "t_ns,ca_state\n" + "".join(f"{i},{s}\n" for i, s in enumerate([4, 0, 4, 4, 3, 0, 4]))
+    )
+    assert validation.kernel_rtos(info) == 3
+
+
+def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
+    base = {
+        "scheme": "cubic", "trace": "A", "buffer": "150KB", "runs": 3,
+        "throughput_ok": True, "qdelay_ok": True, "throughput_diff": 0.01,
+        "qdelay_mean_diff": 0.02, "qdelay_diff_first_5s": 0.3, "qdelay_diff_after_5s": 0.01,
+        "real_rtos": 0.0, "sim_rtos": 0.0, "real_stall_s": 0.0, "sim_stall_s": 0.0,
+    }  # fmt: skip
+    missed = base | {"trace": "B", "qdelay_ok": False, "qdelay_mean_diff": -0.18,
+                     "real_rtos": 2.0, "sim_rtos": 1.0, "real_stall_s": 4.5}  # fmt: skip
+    assert validation_report.misses_table(pd.DataFrame([base])) == ""
+    text = validation_report.misses_table(pd.DataFrame([base, missed]))
+    assert text.count("\n") == 3
+    assert "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 |" in text
