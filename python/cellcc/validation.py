@@ -422,24 +422,3 @@ def validate(
         force=force,
         progress=progress,
     )
-
-
-def markdown_table(table: pd.DataFrame) -> str:
-    """The table as ``docs/validation.md`` shows it."""
-    lines = [
-        "| scheme | trace | throughput sim / real (Mbit/s) | Δ "
-        "| mean qdelay sim / real (ms) | Δ | p95 qdelay sim / real (ms) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in table.to_dict(orient="records"):
-        mark_t = "" if r["throughput_ok"] else " ✗"
-        mark_d = "" if r["qdelay_ok"] else " ✗"
-        lines.append(
-            f"| {r['scheme']} | {r['trace']} "
-            f"| {r['sim_throughput_mbps']:.2f} / {r['real_throughput_mbps']:.2f} "
-            f"| {r['throughput_diff']:+.1%}{mark_t} "
-            f"| {r['sim_qdelay_mean_ms']:.1f} / {r['real_qdelay_mean_ms']:.1f} "
-            f"| {r['qdelay_mean_diff']:+.1%}{mark_d} "
-            f"| {r['sim_qdelay_p95_ms']:.1f} / {r['real_qdelay_p95_ms']:.1f} |"
-        )
-    return "\n".join(lines) + "\n"

@@ -163,7 +163,6 @@ def test_compare_row_flags_differences_beyond_tolerance() -> None:
     assert row["throughput_ok"] and row["qdelay_ok"]
     row = validation.compare_row("cubic", "t", sim, far)
     assert not row["throughput_ok"] and not row["qdelay_ok"]
-    assert "✗" in validation.markdown_table(__import__("pandas").DataFrame([row]))
 
 
 def test_compare_row_with_nothing_simulated_is_not_agreement() -> None:

@@ -602,6 +602,18 @@ def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
     missed = base | {"trace": "B", "qdelay_ok": False, "qdelay_mean_diff": -0.18,
                      "real_rtos": 2.0, "sim_rtos": 1.0, "real_stall_s": 4.5}  # fmt: skip
     assert validation_report.misses_table(pd.DataFrame([base])) == ""
+    ranges = {
+        f"{side}_{m}_{end}_{u}": 1.0
+        for side in ("real", "sim")
+        for m, u in (("throughput", "mbps"), ("qdelay_mean", "ms"))
+        for end in ("min", "max")
+    }
+    plain = base | ranges | {"real_throughput_mbps": 1.0, "sim_throughput_mbps": 1.0}
+    plain |= {"real_qdelay_mean_ms": 1.0, "sim_qdelay_mean_ms": 1.0}
+    plain |= {"throughput_bound": 0.05, "qdelay_bound": 0.1}
+    table = validation_report.markdown_table(pd.DataFrame([plain, plain | missed]))
+    rows = table.splitlines()[2:]
+    assert "✗" not in rows[0] and rows[1].count("✗") == 1 and "−18.0 % ✗" in rows[1]
     text = validation_report.misses_table(pd.DataFrame([base, missed]))
     assert text.count("\n") == 3
     assert "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 |" in text
