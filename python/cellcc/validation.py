@@ -299,13 +299,17 @@ def _stall_s(series: pd.DataFrame) -> float:
     return float(idle.sum()) * 0.5
 
 
-def kernel_rtos(tcp_info: Path) -> int:
-    """Entries into the Loss state (``ca_state`` 4: a retransmission timeout) in the
-    sender's ``TCP_INFO`` samples (every 10 ms)."""
-    states = pd.read_csv(tcp_info, usecols=["ca_state"])["ca_state"].to_numpy()
+def kernel_sender(tcp_info: Path) -> dict[str, float]:
+    """From the sender's ``TCP_INFO`` samples (every 10 ms): ``real_rtos``, entries into
+    the Loss state (``ca_state`` 4: a retransmission timeout), and
+    ``real_unacked_max``, the most segments sent and not yet acknowledged (where the
+    send buffer binds, it holds this near 2100 with Linux's default ``tcp_wmem``)."""
+    samples = pd.read_csv(tcp_info, usecols=["ca_state", "unacked"])
+    states = samples["ca_state"].to_numpy()
     if not len(states):
-        return 0
-    return int((states[0] == 4) + ((states[1:] == 4) & (states[:-1] != 4)).sum())
+        return {"real_rtos": 0.0, "real_unacked_max": math.nan}
+    rtos = int((states[0] == 4) + ((states[1:] == 4) & (states[:-1] != 4)).sum())
+    return {"real_rtos": float(rtos), "real_unacked_max": float(samples["unacked"].max())}
 
 
 def diagnostics(real: pd.DataFrame, sim: pd.DataFrame) -> dict[str, float]:
@@ -391,9 +395,12 @@ def measure_run(
     row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
     row["real_goodput_mbps"] = float(receiver.get("goodput_mbps", math.nan))
     row.update(diagnostics(real_series, sim_series))
-    row["sim_rtos"] = int(result.flows["rtos"].iloc[0])
+    row["sim_rtos"] = float(result.flows["rtos"].iloc[0])
+    inflight = pd.Series(result.timeseries["inflight"], dtype=float)
+    row["sim_inflight_max"] = float(inflight.max())
     tcp_info = run_dir / "tcp_info.csv"
-    row["real_rtos"] = kernel_rtos(tcp_info) if tcp_info.is_file() else math.nan
+    if tcp_info.is_file():
+        row.update(kernel_sender(tcp_info))
     row["emu_within_1ms"] = float(stats.get("lateness", {}).get("fraction_within_1ms", math.nan))
     return row
 

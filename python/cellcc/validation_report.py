@@ -80,15 +80,17 @@ def misses_table(rows: pd.DataFrame) -> str:
         return ""
     lines = [
         "| scheme | trace | Δ throughput | Δ mean qdelay | Δ qdelay first 5 s | Δ qdelay after 5 s "
-        "| RTOs kernel / sim | stall s kernel / sim |",
-        "|---|---|---|---|---|---|---|---|",
+        "| RTOs kernel / sim | stall s kernel / sim | most in flight kernel / sim |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in missed.to_dict(orient="records"):
         lines.append(
             f"| {r['scheme']} | {r['trace']} | {_pct(r['throughput_diff'])} "
             f"| {_pct(r['qdelay_mean_diff'])} | {_pct(r['qdelay_diff_first_5s'])} "
             f"| {_pct(r['qdelay_diff_after_5s'])} | {r['real_rtos']:g} / {r['sim_rtos']:g} "
-            f"| {r['real_stall_s']:g} / {r['sim_stall_s']:g} |"
+            f"| {r['real_stall_s']:g} / {r['sim_stall_s']:g} "
+            f"| {r.get('real_unacked_max', math.nan):.0f} "
+            f"/ {r.get('sim_inflight_max', math.nan):.0f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -349,6 +349,8 @@ DIAGNOSTIC_KEYS = (
     "sim_rtos",
     "real_stall_s",
     "sim_stall_s",
+    "real_unacked_max",
+    "sim_inflight_max",
 )
 """Per-run diagnostics (:func:`cellcc.validation.diagnostics`), medians per pair."""
 

@@ -586,10 +586,11 @@ def test_diagnostics_say_where_the_two_sides_part(tmp_path: Path) -> None:
     assert row["qdelay_diff_after_5s"] == pytest.approx(1000 / 20.5 / 50 - 1)
     assert row["real_stall_s"] == 0.5 and row["sim_stall_s"] == 0.0
     info = tmp_path / "tcp_info.csv"
+    states = [4, 0, 4, 4, 3, 0, 4]
     info.write_text(
-        "t_ns,ca_state\n" + "".join(f"{i},{s}\n" for i, s in enumerate([4, 0, 4, 4, 3, 0, 4]))
+        "t_ns,ca_state,unacked\n" + "".join(f"{i},{s},{9 * i}\n" for i, s in enumerate(states))
     )
-    assert validation.kernel_rtos(info) == 3
+    assert validation.kernel_sender(info) == {"real_rtos": 3.0, "real_unacked_max": 54.0}
 
 
 def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
@@ -600,7 +601,8 @@ def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
         "real_rtos": 0.0, "sim_rtos": 0.0, "real_stall_s": 0.0, "sim_stall_s": 0.0,
     }  # fmt: skip
     missed = base | {"trace": "B", "qdelay_ok": False, "qdelay_mean_diff": -0.18,
-                     "real_rtos": 2.0, "sim_rtos": 1.0, "real_stall_s": 4.5}  # fmt: skip
+                     "real_rtos": 2.0, "sim_rtos": 1.0, "real_stall_s": 4.5,
+                     "real_unacked_max": 2125.0, "sim_inflight_max": 2476.0}  # fmt: skip
     assert validation_report.misses_table(pd.DataFrame([base])) == ""
     ranges = {
         f"{side}_{m}_{end}_{u}": 1.0
@@ -616,4 +618,7 @@ def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
     assert "✗" not in rows[0] and rows[1].count("✗") == 1 and "−18.0 % ✗" in rows[1]
     text = validation_report.misses_table(pd.DataFrame([base, missed]))
     assert text.count("\n") == 3
-    assert "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 |" in text
+    assert (
+        "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 | 2125 / 2476 |"
+        in text
+    )
