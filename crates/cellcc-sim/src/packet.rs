@@ -73,6 +73,9 @@ pub struct AckSegment {
     pub tsecr: u32,
     /// When the receiver sent this ACK.
     pub sent_at: Time,
+    /// The advertised receive window, bytes as the sender reads it (the window field
+    /// shifted by the window scale), from `ack` on.
+    pub wnd: u32,
     /// The value a scheme's receiver-side agent stamped on it (`None` for schemes
     /// without one; see `cellcc_congestion::feedback`). Boxed so that the ACKs of every
     /// other scheme stay small: they are moved through queues and delay lines per packet.
@@ -232,6 +235,7 @@ mod tests {
             tsval: 0,
             tsecr: 0,
             sent_at: Time::ZERO,
+            wnd: u32::MAX,
             feedback: None,
         }
     }

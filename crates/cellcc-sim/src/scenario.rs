@@ -262,6 +262,9 @@ struct RawTcp {
     ts_granularity_ms: Option<f64>,
     rto_min_ms: Option<f64>,
     slow_start_after_idle: Option<bool>,
+    wmem: Option<[f64; 3]>,
+    rmem: Option<[f64; 3]>,
+    autotune: Option<bool>,
 }
 
 /// The uplink of a scenario without `[uplink]`: a 1 Gbit/s constant link, no delay (a
@@ -746,7 +749,15 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
             ));
         }
         s.mss = mss;
+        r.advmss = mss;
     }
+    if let Some(v) = raw.wmem {
+        s.wmem = limits::socket_buffer(ctx, "tcp.wmem", v)?;
+    }
+    if let Some(v) = raw.rmem {
+        r.rmem = limits::socket_buffer(ctx, "tcp.rmem", v)?;
+    }
+    r.autotune = raw.autotune.unwrap_or(r.autotune);
     if let Some(w) = raw.init_cwnd {
         if w == 0 {
             return Err(ctx.err("tcp.init_cwnd", "must be >= 1"));

@@ -52,6 +52,36 @@ pub const FLOW_STATE_BYTES: f64 = 600_000.0;
 /// columns, their JSON text and Python objects): 1.45 kB measured, rounded up.
 pub const TIMESERIES_ROW_BYTES: f64 = 1_500.0;
 
+/// Smallest socket buffer value (`tcp.wmem`, `tcp.rmem`): one page, the minimum of
+/// Linux's own defaults.
+pub const MIN_SOCKET_BUFFER_BYTES: f64 = 4_096.0;
+/// Largest socket buffer value: 1 GiB, the largest window the window scale can offer
+/// (65 535 << 14).
+pub const MAX_SOCKET_BUFFER_BYTES: f64 = (1u64 << 30) as f64;
+
+/// `tcp.wmem`/`tcp.rmem`: three whole byte counts (minimum, initial, maximum) in
+/// [`MIN_SOCKET_BUFFER_BYTES`, `MAX_SOCKET_BUFFER_BYTES`], in non-decreasing order.
+pub(super) fn socket_buffer(ctx: &Ctx, key: &str, v: [f64; 3]) -> Result<[u64; 3], ScenarioError> {
+    for x in v {
+        if !x.is_finite() || x.fract() != 0.0 {
+            return Err(ctx.err(key, format!("{} is not a whole number of bytes", show(x))));
+        }
+        if !(MIN_SOCKET_BUFFER_BYTES..=MAX_SOCKET_BUFFER_BYTES).contains(&x) {
+            return Err(ctx.err(
+                key,
+                format!(
+                    "{} is outside {MIN_SOCKET_BUFFER_BYTES}..={MAX_SOCKET_BUFFER_BYTES} bytes",
+                    show(x)
+                ),
+            ));
+        }
+    }
+    if !(v[0] <= v[1] && v[1] <= v[2]) {
+        return Err(ctx.err(key, "must be [minimum, initial, maximum] in that order"));
+    }
+    Ok(v.map(|x| x as u64))
+}
+
 /// `v` for a message: plain decimals for ordinary values, `1e300` for extreme ones.
 pub(super) fn show(v: f64) -> String {
     if v != 0.0 && !(1e-4..1e15).contains(&v.abs()) {

@@ -124,6 +124,9 @@ fn values_beyond_the_limits_are_refused_naming_their_key() {
         (format!("{GOOD}[tcp]\nts_granularity_ms = 1e-300\n"), "exp.toml: tcp.ts_granularity_ms: 1e-300 is below"),
         (format!("{GOOD}[tcp]\ndelack_ms = 1e300\n"), "exp.toml: tcp.delack_ms: 1e300 is above"),
         (format!("{GOOD}[tcp]\ninit_cwnd = 4000000000\n"), "exp.toml: tcp.init_cwnd: 4000000000 is above the limit 10000"),
+        (format!("{GOOD}[tcp]\nwmem = [4096, 16384, 1e300]\n"), "exp.toml: tcp.wmem: 1e300 is outside 4096..=1073741824 bytes"),
+        (format!("{GOOD}[tcp]\nrmem = [8192, 131072, 65536]\n"), "exp.toml: tcp.rmem: must be [minimum, initial, maximum] in that order"),
+        (format!("{GOOD}[tcp]\nrmem = [8192, 131072.5, 6291456]\n"), "exp.toml: tcp.rmem: 131072.5 is not a whole number of bytes"),
         (GOOD.replace("delay_ms = 10", "jitter = { dist = \"exponential\", mean_ms = 1e9 }"), "exp.toml: downlink.jitter.mean_ms: 1000000000 is above"),
         (GOOD.replace("delay_ms = 10", "outages = [{ start_s = 1e9, duration_s = 1 }]"), "exp.toml: downlink.outages[0].start_s: 1000000000 is above"),
     ];

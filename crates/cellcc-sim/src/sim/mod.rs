@@ -713,7 +713,10 @@ impl<'s> Simulation<'s> {
         let agent = cc.receiver_agent();
         let now = self.now;
         let f = &mut self.flows[i as usize];
-        let sender = TcpSender::new(i, &self.sc.sender, cc, f.app, now);
+        let mut sender = TcpSender::new(i, &self.sc.sender, cc, f.app, now);
+        let receiver = TcpReceiver::new(i, &self.sc.receiver, now).with_agent(agent);
+        // The handshake's window (no handshake is modelled; SYN-ACK windows are unscaled).
+        sender.set_snd_wnd(receiver.initial_window());
         if let Some(mut ctl) = control {
             let first = ctl.start(now, &sender);
             f.control = Some(ctl);
@@ -721,7 +724,7 @@ impl<'s> Simulation<'s> {
         }
         let f = &mut self.flows[i as usize];
         f.sender = Some(sender);
-        f.receiver = Some(TcpReceiver::new(i, &self.sc.receiver, now).with_agent(agent));
+        f.receiver = Some(receiver);
         self.pump_sender(i);
         Ok(())
     }

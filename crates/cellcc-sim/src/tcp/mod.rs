@@ -28,6 +28,7 @@ mod recovery;
 mod rtt;
 mod scoreboard;
 mod sender;
+mod sockbuf;
 
 #[cfg(test)]
 mod tests;
@@ -75,6 +76,11 @@ pub struct SenderConfig {
     pub ts_granularity: Dur,
     /// Restart from a reduced cwnd after an idle period (`tcp_slow_start_after_idle`).
     pub slow_start_after_idle: bool,
+    /// `tcp_wmem`: minimum, initial and maximum send buffer, bytes. The buffer starts at
+    /// the initial value, grows with cwnd (`tcp_sndbuf_expand`) up to the maximum, and
+    /// bounds the data queued (unsent plus unacknowledged, each segment with its skb
+    /// overhead).
+    pub wmem: [u64; 3],
 }
 
 impl Default for SenderConfig {
@@ -90,6 +96,7 @@ impl Default for SenderConfig {
             tlp: true,
             ts_granularity: Dur::from_ms(1),
             slow_start_after_idle: true,
+            wmem: [4096, 16_384, 4_194_304],
         }
     }
 }
@@ -105,6 +112,13 @@ pub struct ReceiverConfig {
     pub max_quickacks: u32,
     /// Tick of the receiver's TCP timestamp clock.
     pub ts_granularity: Dur,
+    /// `tcp_rmem`: minimum, initial and maximum receive buffer, bytes (Linux 6.18
+    /// defaults; the maximum also sets the window scale).
+    pub rmem: [u64; 3],
+    /// Receive-buffer autotuning (`tcp_moderate_rcvbuf`, dynamic right-sizing).
+    pub autotune: bool,
+    /// The receiver's own MSS (`advmss`): window growth steps and rounding.
+    pub advmss: u32,
 }
 
 impl Default for ReceiverConfig {
@@ -113,6 +127,9 @@ impl Default for ReceiverConfig {
             delack_min: Dur::from_ms(40),
             max_quickacks: 16,
             ts_granularity: Dur::from_ms(1),
+            rmem: [4096, 131_072, 33_554_432],
+            autotune: true,
+            advmss: 1448,
         }
     }
 }

@@ -46,6 +46,15 @@ impl TcpSender {
 
     /// One step of `tcp_xmit_retransmit_queue` / `tcp_write_xmit`.
     pub(crate) fn transmit_one(&mut self) -> Option<DataSegment> {
+        let seg = self.transmit_step();
+        if seg.is_none() && self.check_space() {
+            // The writer filled the room the ACK freed (`sk_write_space`): push again.
+            return self.transmit_step();
+        }
+        seg
+    }
+
+    fn transmit_step(&mut self) -> Option<DataSegment> {
         if let Some(p) = self.probe.take() {
             if let Some(seg) = self.send_probe(p) {
                 return Some(seg);
@@ -53,9 +62,12 @@ impl TcpSender {
         }
         let rexmit = self.wants_retransmit();
         if !rexmit && !self.has_new_data() {
-            // The application has nothing more: mark the flow app-limited (what
-            // `tcp_sendmsg` would check when the app writes its last bytes).
-            RateEstimator::check_app_limited(&mut self.sock, false);
+            if !self.has_unsent() {
+                // The application has nothing more (or the send buffer holds only
+                // unacknowledged data): mark the flow app-limited (what `tcp_sendmsg`
+                // checks when the app writes). A window-limited sender is not.
+                RateEstimator::check_app_limited(&mut self.sock, false);
+            }
             return None;
         }
         if self.sock.packets_in_flight() >= self.sock.cwnd {
@@ -232,9 +244,10 @@ impl TcpSender {
     }
 
     /// `tcp_cwnd_application_limited`. A `Bulk` application is always blocked on the
-    /// send buffer (`SOCK_NOSPACE`), so this applies only once a finite flow wrote all.
+    /// send buffer (`SOCK_NOSPACE`), so this applies only once a finite flow wrote all
+    /// its data into the send buffer.
     fn cwnd_application_limited(&mut self) {
-        if self.sock.ca_state == CaState::Open && !self.has_new_data() {
+        if self.sock.ca_state == CaState::Open && !self.app_blocked() {
             let win_used = self.snd_cwnd_used.max(self.cfg.init_cwnd);
             if win_used < self.sock.cwnd {
                 self.sock.ssthresh = self.sock.current_ssthresh();

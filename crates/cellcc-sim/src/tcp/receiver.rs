@@ -19,8 +19,8 @@
 //! ACK, its enclosing block second.
 //!
 //! Differences from Linux:
-//! 1. No receive window (infinite), so no window updates, no `tcp_grow_window`, and the
-//!    quick-ACK budget is always `max_quickacks`.
+//! 1. The receive window (`sockbuf.rs`) assumes a reader that copies in-order data at
+//!    once, so the window closes only by the out-of-order queue's memory.
 //! 2. No SACK compression (every out-of-order arrival is ACKed at once), no GRO.
 //! 3. The receiver has no RTT estimate (pure receiver, no handshake): `ato` is bounded by
 //!    `HZ/2` and the delayed-ACK maximum, and its RTO for the idle check is 1 s.
@@ -41,6 +41,7 @@
 use cellcc_congestion::ReceiverAgent;
 use cellcc_units::{Dur, Time};
 
+use super::sockbuf::{RcvWindow, RX_SKB_OVERHEAD};
 use super::ReceiverConfig;
 use crate::packet::{AckSegment, DataSegment, FlowId, SackBlock, MAX_SACK_BLOCKS};
 
@@ -127,6 +128,11 @@ pub struct TcpReceiver {
     stats: ReceiverStats,
     /// The scheme's receiver-side agent, if it has one.
     agent: Option<Box<dyn ReceiverAgent>>,
+    /// Receive buffer and advertised window (`sockbuf.rs`).
+    win: RcvWindow,
+    /// Truesize of the out-of-order queue (`sk_rmem_alloc`; the reader keeps the
+    /// in-order queue empty).
+    ooo_truesize: u64,
 }
 
 impl TcpReceiver {
@@ -152,7 +158,25 @@ impl TcpReceiver {
             delivered: 0,
             stats: ReceiverStats::default(),
             agent: None,
+            win: RcvWindow::new(
+                cfg.rmem[1],
+                cfg.rmem[2],
+                cfg.autotune,
+                cfg.advmss,
+                now.as_ns() / 1000,
+            ),
+            ooo_truesize: 0,
         }
+    }
+
+    /// The window of the SYN-ACK (unscaled), the sender's `snd_wnd` before the first ACK.
+    pub fn initial_window(&self) -> u64 {
+        self.win.rcv_wnd
+    }
+
+    /// `sk_rcvbuf` and the last advertised window, bytes.
+    pub fn buffer_and_window(&self) -> (u64, u64) {
+        (self.win.rcvbuf, self.win.rcv_wnd)
     }
 
     /// Run `agent` (a scheme's receiver-side half) in this receiver: it sees every data
@@ -178,6 +202,9 @@ impl TcpReceiver {
         {
             self.ts_recent = Some(seg.tsval);
         }
+        let ts_us = self.cfg.ts_granularity.as_ns() / 1000;
+        self.win
+            .rtt_measure_ts(seg.tsecr, self.ts_now(now), ts_us, seg.len >= self.rcv_mss);
 
         if seg.seq < self.rcv_nxt || self.ooo_range(seg.seq).is_some() {
             // A retransmission of data we hold: D-SACK it at once, back to quick ACKs.
@@ -196,6 +223,10 @@ impl TcpReceiver {
             // Out of order: queue it and ACK at once with SACK.
             self.stats.out_of_order += 1;
             self.insert_ooo(seg.seq, seg.len);
+            // tcp_data_queue_ofo → tcp_grow_window (no quick-ACK change: this ACK is
+            // immediate anyway).
+            self.ooo_truesize += seg.len as u64 + RX_SKB_OVERHEAD;
+            self.win.grow(seg.len, self.ooo_truesize);
             self.ack_pending = true;
             let ack = self.send_ack(now, None);
             return RecvOutcome {
@@ -215,6 +246,7 @@ impl TcpReceiver {
                 let r = self.ooo.remove(0);
                 self.rcv_nxt = r.end;
                 bytes += r.bytes;
+                self.ooo_truesize -= r.bytes + (r.end - r.start) * RX_SKB_OVERHEAD;
             }
             self.forget_acked_blocks();
         }
@@ -224,7 +256,7 @@ impl TcpReceiver {
         self.event_data_recv(now, seg.len);
         // RFC 5681 §4.2: ACK at once when the gap in the queue is filled.
         let gap_filled = had_ooo && self.ooo.is_empty();
-        let ack = if self.unacked_bytes > self.rcv_mss as u64
+        let mut ack = if self.unacked_bytes > self.rcv_mss as u64
             || self.quick > 0
             || gap_filled
             || !self.ooo.is_empty()
@@ -233,6 +265,16 @@ impl TcpReceiver {
         } else {
             self.send_delayed_ack(now)
         };
+        // The reader copies the data at once: tcp_recvmsg → tcp_rcv_space_adjust, then
+        // tcp_cleanup_rbuf's window-update ACK.
+        self.win.space_adjust(self.delivered, now.as_ns() / 1000);
+        if ack.is_none()
+            && self
+                .win
+                .update_due(self.delivered, self.ooo_truesize, self.rcv_mss)
+        {
+            ack = Some(self.send_ack(now, None));
+        }
         RecvOutcome {
             ack,
             delivered_bytes: bytes,
@@ -280,8 +322,12 @@ impl TcpReceiver {
     fn event_data_recv(&mut self, now: Time, len: u32) {
         // inet_csk_schedule_ack
         self.ack_pending = true;
-        // tcp_measure_rcv_mss: the largest segment seen estimates the sender's MSS.
+        // tcp_measure_rcv_mss: the largest segment seen estimates the sender's MSS; a
+        // new size re-measures the payload share of truesize (`scaling_ratio`).
         if len >= self.rcv_mss {
+            if len != self.rcv_mss {
+                self.win.measure_ratio(len);
+            }
             self.rcv_mss = len;
         }
         let half_min = self.cfg.delack_min / 2;
@@ -301,10 +347,22 @@ impl TcpReceiver {
             }
         }
         self.lrcvtime = now;
+        // tcp_grow_window: a growing window asks for a quick ACK (`icsk_ack.quick |= 1`).
+        if len >= 128 && self.win.grow(len, self.ooo_truesize) {
+            self.quick |= 1;
+        }
     }
 
+    /// `tcp_incr_quickack`: up to half the window in full segments, at least 2.
     fn incr_quickack(&mut self) {
-        self.quick = self.quick.max(self.cfg.max_quickacks);
+        let quickacks = (self.win.rcv_wnd / (2 * self.rcv_mss as u64)).max(2);
+        self.quick = self
+            .quick
+            .max((quickacks as u32).min(self.cfg.max_quickacks));
+    }
+
+    fn ts_now(&self, now: Time) -> u32 {
+        (now.as_ns() / self.cfg.ts_granularity.as_ns()) as u32
     }
 
     fn enter_quickack_mode(&mut self) {
@@ -373,9 +431,13 @@ impl TcpReceiver {
             sack,
             sack_len: n as u8,
             dsack: dsack.is_some(),
-            tsval: (now.as_ns() / self.cfg.ts_granularity.as_ns()) as u32,
+            tsval: self.ts_now(now),
             tsecr: self.ts_recent.unwrap_or(0),
             sent_at: now,
+            wnd: self
+                .win
+                .advertise(self.delivered, self.ooo_truesize, self.rcv_mss)
+                .min(u32::MAX as u64) as u32,
             feedback: self.agent.as_mut().map(|a| Box::new(a.feedback(now))),
         };
         // tcp_event_ack_sent: one quick ACK used; the timer is cleared.

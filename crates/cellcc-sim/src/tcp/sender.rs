@@ -20,7 +20,7 @@
 //! 1. Whole-segment sequence numbers; every segment is one packet (no TSO/GSO, pcount 1).
 //! 2. ACKs older than `snd_una` are ignored (the modelled paths are FIFO, so they cannot
 //!    occur); SACK reneging is not modelled (the receiver never reneges).
-//! 3. No ECN, no receive-window limit, no SYN/FIN, no MTU probing.
+//! 3. No ECN, no SYN/FIN, no MTU probing.
 //! 4. `pkts_acked` receives the number of segments newly ACKed or SACKed (the trait's
 //!    definition) and `in_flight` before the ACK.
 //! 5. A congestion control cannot call `tcp_enter_cwr` itself: it sets
@@ -248,6 +248,16 @@ pub struct TcpSender {
     // Timestamps: last TSval received (echoed), TSecr of the ACK being processed.
     pub(crate) ts_recent: u32,
     pub(crate) rcv_tsecr: u32,
+    // Socket buffers (`sockbuf.rs`).
+    /// `snd_wnd`: the peer's advertised window, bytes from `snd_una`.
+    pub(crate) snd_wnd: u64,
+    /// `sk_sndbuf`, bytes.
+    pub(crate) sndbuf: u64,
+    /// Segments the application has written (`write_seq`): it tops the write queue up to
+    /// `sk_sndbuf`, so this never decreases.
+    pub(crate) write_seq: u64,
+    /// `SOCK_QUEUE_SHRUNK`: an ACK freed queue space since the last `tcp_check_space`.
+    pub(crate) queue_shrunk: bool,
     pub(crate) stats: SenderStats,
     pub(crate) events: Vec<Event>,
     pub(crate) gap_scratch: Vec<(u64, u64)>,
@@ -345,12 +355,19 @@ impl TcpSender {
             snd_cwnd_stamp: now,
             ts_recent: 0,
             rcv_tsecr: 0,
+            snd_wnd: u64::MAX,
+            sndbuf: cfg.wmem[1],
+            write_seq: 0,
+            queue_shrunk: false,
             stats: SenderStats::default(),
             events: Vec::new(),
             gap_scratch: Vec::new(),
         };
         s.rto = s.ticks_ceil(cfg.rto_init).min(cfg.rto_max);
         s.cc.init(&mut s.sock);
+        // tcp_init_buffer_space → tcp_sndbuf_expand.
+        s.sndbuf_expand();
+        s.app_write();
         s
     }
 
@@ -481,8 +498,75 @@ impl TcpSender {
         }
     }
 
+    /// New data can go out: the application wrote it (`tcp_send_head`) and the peer's
+    /// window has room for it (`tcp_snd_wnd_test`).
     pub(crate) fn has_new_data(&self) -> bool {
-        self.total_segs.is_none_or(|n| self.sock.snd_nxt < n)
+        self.has_unsent() && self.wnd_allows(self.sock.snd_nxt)
+    }
+
+    /// The write queue holds data not yet sent.
+    pub(crate) fn has_unsent(&self) -> bool {
+        self.sock.snd_nxt < self.write_seq
+    }
+
+    /// `tcp_snd_wnd_test`: segment `seq` ends within `snd_una + snd_wnd` (`tcp_wnd_end`).
+    pub(crate) fn wnd_allows(&self, seq: u64) -> bool {
+        (seq - self.sock.snd_una) * self.cfg.mss as u64 + self.seg_len(seq) as u64 <= self.snd_wnd
+    }
+
+    /// Set the peer's initial window (the SYN-ACK's, unscaled), before any ACK.
+    pub fn set_snd_wnd(&mut self, bytes: u64) {
+        self.snd_wnd = bytes;
+    }
+
+    /// `sk_sndbuf`, bytes.
+    pub fn sndbuf(&self) -> u64 {
+        self.sndbuf
+    }
+
+    /// The application writes while `sk_wmem_queued < sk_sndbuf`
+    /// (`sk_stream_memory_free`), one segment at a time, until its data ends.
+    pub(crate) fn app_write(&mut self) {
+        let ts = super::sockbuf::tx_truesize(self.cfg.mss);
+        let room = self.sndbuf.div_ceil(ts);
+        let mut limit = self.sock.snd_una + room;
+        if let Some(n) = self.total_segs {
+            limit = limit.min(n);
+        }
+        self.write_seq = self.write_seq.max(limit);
+    }
+
+    /// The writer is blocked on a full send buffer (`SOCK_NOSPACE`).
+    pub(crate) fn app_blocked(&self) -> bool {
+        self.total_segs.is_none_or(|n| self.write_seq < n)
+    }
+
+    /// `tcp_sndbuf_expand`.
+    fn sndbuf_expand(&mut self) {
+        let want = super::sockbuf::sndbuf_expand(
+            self.cfg.mss,
+            self.sock.cwnd,
+            self.reordering,
+            2,
+            self.cfg.wmem[2],
+        );
+        self.sndbuf = self.sndbuf.max(want);
+    }
+
+    /// `tcp_check_space` → `tcp_new_space`, after the ACK's transmissions: a blocked
+    /// writer whose queue shrank gets a larger buffer if cwnd is not full
+    /// (`tcp_should_expand_sndbuf`), then writes. True if new data became available.
+    pub(crate) fn check_space(&mut self) -> bool {
+        if !std::mem::take(&mut self.queue_shrunk) || !self.app_blocked() {
+            return false;
+        }
+        if self.sock.packets_in_flight() < self.sock.cwnd {
+            self.sndbuf_expand();
+            self.snd_cwnd_stamp = self.sock.now;
+        }
+        let before = self.write_seq;
+        self.app_write();
+        self.write_seq > before
     }
 
     /// `tcp_highest_sack_seq`: one past the highest SACKed segment, or `snd_una`.
@@ -525,6 +609,8 @@ impl TcpSender {
         }
         self.rcv_tsecr = ack.tsecr;
         self.ts_recent = ack.tsval;
+        // tcp_ack_update_window (FIFO paths: every valid ACK is the newest).
+        self.snd_wnd = ack.wnd as u64;
         self.sock.rcv_tsval = ack.tsval;
         self.sock.rcv_tsecr = ack.tsecr;
         let mut st = AckState {
@@ -547,6 +633,7 @@ impl TcpSender {
         if ack.ack > self.sock.snd_una {
             st.flag |= flag::SND_UNA_ADVANCED;
             self.retransmits = 0;
+            self.queue_shrunk = true;
         }
         let slow_path = ack.sack_len > 0 || st.flag & flag::SND_UNA_ADVANCED == 0;
         self.sock.snd_una = ack.ack;
