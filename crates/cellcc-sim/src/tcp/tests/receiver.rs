@@ -23,33 +23,37 @@ fn blocks(a: &AckSegment) -> Vec<(u64, u64)> {
 #[test]
 fn receiver_quick_acks_then_every_second_segment() {
     let mut r = TcpReceiver::new(0, &ReceiverConfig::default(), Time::ZERO);
-    for s in 0..16 {
+    // The window grows over the first six segments (rcv_ssthresh 65160 → 81920 bytes,
+    // 2·advmss each) and every growth adds a quick ACK (`tcp_grow_window`:
+    // `icsk_ack.quick |= 1`): 16 + 6 quick ACKs.
+    for s in 0..22 {
         let out = r.on_data(ms(s), &seg(s, s as u32));
         assert!(out.ack.is_some(), "quick ACK {s}");
         assert_eq!(out.delivered_bytes, 1448);
     }
     // Quick-ACK budget spent: ACK every second full-sized segment.
-    assert!(r.on_data(ms(16), &seg(16, 16)).ack.is_none());
-    assert_eq!(r.next_wakeup(), Some(ms(16) + Dur::from_ms(40)));
-    let a = r.on_data(ms(17), &seg(17, 17)).ack.expect("second segment");
-    assert_eq!(a.ack, 18);
+    assert!(r.on_data(ms(22), &seg(22, 22)).ack.is_none());
+    assert_eq!(r.next_wakeup(), Some(ms(22) + Dur::from_ms(40)));
+    let a = r.on_data(ms(23), &seg(23, 23)).ack.expect("second segment");
+    assert_eq!(a.ack, 24);
     assert_eq!(r.next_wakeup(), None);
-    assert!(r.on_data(ms(18), &seg(18, 18)).ack.is_none());
-    assert!(r.on_data(ms(19), &seg(19, 19)).ack.is_some());
+    assert!(r.on_data(ms(24), &seg(24, 24)).ack.is_none());
+    assert!(r.on_data(ms(25), &seg(25, 25)).ack.is_some());
 }
 
 #[test]
 fn receiver_delays_a_lone_segment_by_40ms() {
     let mut r = TcpReceiver::new(0, &ReceiverConfig::default(), Time::ZERO);
-    for s in 0..16 {
+    // 22 quick ACKs (16, and 6 for the window's growth).
+    for s in 0..22 {
         r.on_data(ms(s), &seg(s, 7));
     }
     // A lone segment after a 100 ms pause (ato stays at 40 ms: 100 ms > ato).
-    assert!(r.on_data(ms(115), &seg(16, 115)).ack.is_none());
-    assert_eq!(r.next_wakeup(), Some(ms(155)));
-    assert_eq!(r.on_timer(ms(154)), None);
-    let a = r.on_timer(ms(155)).expect("delayed ACK");
-    assert_eq!((a.ack, a.tsecr, a.sack_len), (17, 115, 0));
+    assert!(r.on_data(ms(121), &seg(22, 121)).ack.is_none());
+    assert_eq!(r.next_wakeup(), Some(ms(161)));
+    assert_eq!(r.on_timer(ms(160)), None);
+    let a = r.on_timer(ms(161)).expect("delayed ACK");
+    assert_eq!((a.ack, a.tsecr, a.sack_len), (23, 121, 0));
     assert_eq!(r.stats().delayed_acks, 1);
     assert_eq!(r.next_wakeup(), None);
 }
@@ -113,16 +117,17 @@ fn receiver_dsacks_duplicates() {
 #[test]
 fn receiver_echoes_the_timestamp_of_the_earliest_unacked_segment() {
     let mut r = TcpReceiver::new(0, &ReceiverConfig::default(), Time::ZERO);
-    for s in 0..16 {
+    // 22 quick ACKs (16, and 6 for the window's growth).
+    for s in 0..22 {
         r.on_data(ms(s), &seg(s, 100 + s as u32));
     }
     // ACK every two: the echo is the first segment's TSval (RFC 7323 §4.3 (2)).
-    r.on_data(ms(20), &seg(16, 200));
-    let a = r.on_data(ms(21), &seg(17, 201)).ack.unwrap();
+    r.on_data(ms(30), &seg(22, 200));
+    let a = r.on_data(ms(31), &seg(23, 201)).ack.unwrap();
     assert_eq!(a.tsecr, 200);
     // Out of order: TS.Recent does not move; the hole filler's TSval is echoed.
-    let a = r.on_data(ms(22), &seg(19, 300)).ack.unwrap();
+    let a = r.on_data(ms(32), &seg(25, 300)).ack.unwrap();
     assert_eq!(a.tsecr, 200);
-    let a = r.on_data(ms(23), &seg(18, 301)).ack.unwrap();
-    assert_eq!((a.ack, a.tsecr), (20, 301));
+    let a = r.on_data(ms(33), &seg(24, 301)).ack.unwrap();
+    assert_eq!((a.ack, a.tsecr), (26, 301));
 }
