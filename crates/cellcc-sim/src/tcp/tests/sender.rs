@@ -4,28 +4,47 @@ use super::*;
 
 // ----- (1) slow start ---------------------------------------------------------------------
 
-#[test]
-fn slow_start_doubles_cwnd_each_round_trip_with_delayed_acks() {
-    // 100 Mbit/s, 40 ms RTT: BDP ≈ 333 packets, so the first rounds never queue.
+/// The 100 Mbit/s, 40 ms RTT loopback (BDP ≈ 333 packets, so the first rounds never
+/// queue) with a Reno sender and a receiver configured as `rcv`.
+fn slow_start_net(rcv: &ReceiverConfig) -> Net {
     let (sender, _) = reno_sender(&SenderConfig::default(), App::Bulk);
     let mut net = Net::new(sender, Bandwidth::from_mbps(100.0), Dur::from_ms(20), None);
-    // Round k is sent around 40k ms and ACKed around 40(k+1) ms.
-    // Round 4 ends one short since the receive window is modelled (measured; the
-    // window-growth quick ACKs of `tcp_grow_window` change the ACK pattern).
+    net.receiver = TcpReceiver::new(0, rcv, Time::ZERO);
+    net
+}
+
+#[test]
+fn slow_start_doubles_cwnd_each_round_trip_with_delayed_acks() {
+    // Round k is sent around 40k ms and ACKed around 40(k+1) ms. With a receive buffer
+    // large enough never to bind, cwnd doubles each round exactly.
+    let unbounded = ReceiverConfig {
+        rmem: [4096, 64 << 20, 64 << 20],
+        ..ReceiverConfig::default()
+    };
+    let mut net = slow_start_net(&unbounded);
+    for (k, cwnd) in [10, 20, 40, 80, 160].into_iter().enumerate() {
+        net.run_until(ms(20 + 40 * k as u64));
+        assert_eq!(net.sender.sock().cwnd, cwnd, "cwnd after {k} round trips");
+    }
+    // With Linux's default tcp_rmem (131072 initial) the window autotuning has seen too
+    // few round trips by round 3 and holds one segment of it back for a moment, so
+    // round 4 ends one short.
+    let mut net = slow_start_net(&ReceiverConfig::default());
     for (k, cwnd) in [10, 20, 40, 80, 159].into_iter().enumerate() {
         net.run_until(ms(20 + 40 * k as u64));
         assert_eq!(net.sender.sock().cwnd, cwnd, "cwnd after {k} round trips");
     }
-    // By 155 ms the receiver got rounds 0..3 = 150 segments: 16 quick ACKs, then one
-    // ACK per two segments.
-    let mut net2 = {
-        let (sender, _) = reno_sender(&SenderConfig::default(), App::Bulk);
-        Net::new(sender, Bandwidth::from_mbps(100.0), Dur::from_ms(20), None)
-    };
+    // By 155 ms the receiver got rounds 0..3 = 150 segments. Besides the 16 quick ACKs
+    // of the start, every segment that grows the window (`tcp_grow_window`, while
+    // rcv_ssthresh is below the autotuned clamp) asks for a quick ACK, so almost every
+    // segment of slow start is ACKed on its own: 143 ACKs. Linux through the emulator on
+    // the same path (kernel Reno, 100 Mbit/s, 20 ms each way) sent 130, 132 and 133 ACKs
+    // for its first 150 segments in three runs (a model without the window sends 83,
+    // 16 + (150 − 16)/2).
+    let mut net2 = slow_start_net(&ReceiverConfig::default());
     net2.run_until(ms(155));
     assert_eq!(net2.receiver.stats().segments_received, 150);
-    let acks = net2.receiver.stats().acks_sent;
-    assert_eq!(acks, 16 + (150 - 16) / 2, "ACKs sent by 155 ms");
+    assert_eq!(net2.receiver.stats().acks_sent, 143, "ACKs sent by 155 ms");
     assert_eq!(net2.receiver.stats().delayed_acks, 0);
     assert_eq!(net2.sender.stats().retransmissions, 0);
 }
