@@ -16,14 +16,25 @@
 //! ```text
 //! near-0 gaps  Z = gaps < 1 ms (inside a set);   set gaps M = the others
 //! peak         the 1.5 ms window (three bins, gaps >= 2 ms) holding most set gaps
-//! SU           mean gap in the smallest line (a local maximum holding >= 8 gaps and
-//!              >= 10 % of the set gaps) whose multiple the peak is, else the mean
-//!              gap in the peak
-//! pattern iff  >= 8 gaps within 0.5 ms of SU itself,
-//!              >= 75 % of the set gaps within 0.5 ms of a multiple of SU, and
+//! line         a 1.5 ms window that is a local maximum holding >= 8 gaps
+//! explains(s)  >= 8 gaps within 0.5 ms of s itself, and
+//!              >= 75 % of the set gaps within 0.5 ms of a multiple of s
+//! candidate    mean gap in the smallest line holding >= 10 % of the set gaps whose
+//!              multiple the peak is, else the mean gap in the peak
+//! SU           the candidate if it explains the set gaps, else the mean gap in the
+//!              largest smaller line whose multiple the peak is and which explains
+//!              them (however few of the set gaps it holds), else the candidate
+//! pattern iff  explains(SU), and
 //!              "multiple lines": Z >= 10 % of all gaps (bursts), or a second
 //!              multiple (2·SU, 3·SU, ...) holding >= 10 % of the set gaps
 //! ```
+//! The second step finds the fundamental when grants are skipped so often that its own
+//! line is weak (LTE, SR 5 ms, a few Mbit/s: 13 gaps at 5 ms, 96 at 10 ms, 42 at 15 ms
+//! out of 151 set gaps): the 10 ms candidate leaves the 15 ms gaps off its lines and
+//! fails the 75 % test, the 5 ms line puts every set gap on a multiple. It replaces
+//! only a candidate that fails, and only with a line that passes; the largest such line
+//! is taken because a finer grid fits more gaps by chance. The pattern test is the same
+//! for either SU.
 //! Evenly spaced ACKs give one line (all near 0, or all at the spacing) and random gaps
 //! fail the 75 % test, so both select BBR. A decision waits for 32 set gaps (up to
 //! 16 × `decision_gaps` gaps in all), so large bursts at high rates do not starve it.
@@ -79,6 +90,11 @@ const MODULE_FIRST_PEAK_BIN: usize = 5;
 const MODULE_PEAKS: usize = 3;
 /// Bins cleared on each side of an extracted peak.
 const MODULE_SUPPRESS_BINS: usize = 4;
+
+/// `part` as a whole percentage of `whole` (rounded down; of 1 when `whole` is 0).
+fn pct(part: u32, whole: u32) -> u64 {
+    u64::from(part) * 100 / u64::from(whole.max(1))
+}
 
 /// Outcome of one decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,28 +187,13 @@ impl SuEstimator {
             return Some(Decision::NoPattern);
         }
 
-        // Gaps on each multiple k·SU (index k), within the line tolerance.
-        let mut on_line = [0u32; BINS + 1];
-        for i in NEAR_ZERO_BINS..BINS {
-            let Some(mean) = self.bin_mean(i) else {
-                continue;
-            };
-            let k = (mean.as_ns() + su.as_ns() / 2) / su.as_ns();
-            let off = mean.as_ns().abs_diff(k * su.as_ns());
-            if k >= 1 && off <= LINE_TOLERANCE.as_ns() {
-                on_line[(k as usize).min(BINS)] += self.count[i];
-            }
-        }
-        let on: u32 = on_line.iter().sum();
-        let pct = |part: u32, whole: u32| u64::from(part) * 100 / u64::from(whole.max(1));
-
-        let first_line = on_line[1] >= MIN_LINE;
-        let concentrated = pct(on, set_gaps) >= ON_LINE_MIN_PERCENT;
+        let on_line = self.on_lines(su);
         let bursty = near_zero >= MIN_LINE && pct(near_zero, all) >= BURST_MIN_PERCENT;
         let second_line = on_line[2..]
             .iter()
             .any(|&c| c >= MIN_LINE && pct(c, set_gaps) >= SECOND_LINE_MIN_PERCENT);
-        Some(if first_line && concentrated && (bursty || second_line) {
+        let pattern = Self::explains(&on_line, set_gaps) && (bursty || second_line);
+        Some(if pattern {
             Decision::Pattern(su)
         } else {
             Decision::NoPattern
@@ -234,32 +235,79 @@ impl SuEstimator {
         best.filter(|&(_, w, _)| w >= MIN_LINE).map(|(j, _, _)| j)
     }
 
-    /// The smallest line whose multiple is the peak ("smallest least common multiple
-    /// of the ACK interval pattern that frequently appears", §IV-C; "we estimate the
-    /// minimum time difference", §IV-B); the mean gap in its window is the SU. A line
-    /// is a local maximum holding as many gaps as a second line must (>= 8 and >= 10 %
-    /// of the set gaps), however much stronger the peak is: when sparse ACKs leave the
-    /// buffer empty at a grant, the next SR waits for the following occasion and gaps
-    /// of 2·SU can outnumber gaps of SU several times over (LTE, SR 5 ms, a few
-    /// Mbit/s).
-    fn fundamental(&self, peak: usize, set_gaps: u32) -> Dur {
-        let peak_mean = self.window_mean(peak).unwrap_or(Dur::ZERO);
-        for j in FIRST_SU_BIN + 1..peak {
-            let w = self.weight(j);
-            let local_max = w >= self.weight(j - 1) && w >= self.weight(j + 1);
-            let frequent = u64::from(w) * 100 >= u64::from(set_gaps) * SECOND_LINE_MIN_PERCENT;
-            if w < MIN_LINE || !frequent || !local_max {
-                continue;
-            }
-            let Some(su) = self.window_mean(j) else {
+    /// Gaps on each multiple k·SU (index k, the last one collecting all higher
+    /// multiples), within the line tolerance; index 0 is unused.
+    fn on_lines(&self, su: Dur) -> [u32; BINS + 1] {
+        let mut on_line = [0u32; BINS + 1];
+        if su.is_zero() {
+            return on_line;
+        }
+        for i in NEAR_ZERO_BINS..BINS {
+            let Some(mean) = self.bin_mean(i) else {
                 continue;
             };
-            let k = (peak_mean.as_ns() + su.as_ns() / 2) / su.as_ns().max(1);
-            if k >= 2 && peak_mean.as_ns().abs_diff(k * su.as_ns()) <= LINE_TOLERANCE.as_ns() {
-                return su;
+            let k = (mean.as_ns() + su.as_ns() / 2) / su.as_ns();
+            let off = mean.as_ns().abs_diff(k * su.as_ns());
+            if k >= 1 && off <= LINE_TOLERANCE.as_ns() {
+                on_line[(k as usize).min(BINS)] += self.count[i];
             }
         }
-        peak_mean
+        on_line
+    }
+
+    /// Whether the SU whose lines are `on_line` explains the set gaps: a line at SU
+    /// itself, and most set gaps on its multiples.
+    fn explains(on_line: &[u32; BINS + 1], set_gaps: u32) -> bool {
+        let on: u32 = on_line.iter().sum();
+        on_line[1] >= MIN_LINE && pct(on, set_gaps) >= ON_LINE_MIN_PERCENT
+    }
+
+    /// The SU for the peak in window `peak` (module header). The candidate is the
+    /// smallest frequent line whose multiple is the peak ("smallest least common
+    /// multiple of the ACK interval pattern that frequently appears", §IV-C; "we
+    /// estimate the minimum time difference", §IV-B). A frequent line holds as many
+    /// gaps as a second line must (>= 8 and >= 10 % of the set gaps), however much
+    /// stronger the peak is: when sparse ACKs leave the buffer empty at a grant, the
+    /// next SR waits for the following occasion and gaps of 2·SU can outnumber gaps of
+    /// SU several times over (LTE, SR 5 ms, a few Mbit/s).
+    ///
+    /// When grants are skipped more often still, the SU line can hold under 10 % of the
+    /// set gaps while 2·SU and 3·SU are strong; the candidate (2·SU) then leaves the
+    /// 3·SU gaps off its lines and does not explain the set gaps. A smaller line (>= 8
+    /// gaps, a local maximum, the peak on one of its multiples) that does explain them
+    /// is the SU then: the largest such line, the coarsest grid that fits. A candidate
+    /// that explains the set gaps is kept, so this never changes a pattern found
+    /// without it.
+    fn fundamental(&self, peak: usize, set_gaps: u32) -> Dur {
+        let peak_mean = self.window_mean(peak).unwrap_or(Dur::ZERO);
+        // Lines below the peak whose multiple (>= 2) the peak is, and whether each is
+        // frequent.
+        let lines = (FIRST_SU_BIN + 1..peak).filter_map(|j| {
+            let w = self.weight(j);
+            let local_max = w >= self.weight(j - 1) && w >= self.weight(j + 1);
+            if w < MIN_LINE || !local_max {
+                return None;
+            }
+            let su = self.window_mean(j)?;
+            let k = (peak_mean.as_ns() + su.as_ns() / 2) / su.as_ns().max(1);
+            let on_grid = peak_mean.as_ns().abs_diff(k * su.as_ns()) <= LINE_TOLERANCE.as_ns();
+            let frequent = pct(w, set_gaps) >= SECOND_LINE_MIN_PERCENT;
+            (k >= 2 && on_grid).then_some((su, frequent))
+        });
+        let candidate = lines
+            .clone()
+            .find(|&(_, frequent)| frequent)
+            .map_or(peak_mean, |(su, _)| su);
+        if candidate.is_zero() || Self::explains(&self.on_lines(candidate), set_gaps) {
+            return candidate;
+        }
+        // The largest line below the candidate first: the coarsest grid that fits.
+        lines
+            .rev()
+            .map(|(su, _)| su)
+            .filter(|&su| su < candidate)
+            .find(|&su| Self::explains(&self.on_lines(su), set_gaps))
+            .unwrap_or(candidate)
     }
 
     /// The reference module's decision.
@@ -385,6 +433,23 @@ mod tests {
         let mut gaps = vec![100u64; 194];
         gaps.extend([5000; 14].iter().chain(&[10_000; 39]).chain(&[15_000; 3]));
         assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(5000))));
+    }
+
+    #[test]
+    fn paper_rule_finds_a_weak_fundamental_that_explains_the_set_gaps() {
+        // LTE SR 5 ms at low capacity (Verizon-LTE-short.down with socket buffers):
+        // 99 gaps near 0, 13 at 5 ms, 96 at 10 ms, 42 at 15 ms. 13 is 8.6 % of the 151
+        // set gaps, under the 10 % of a frequent line, so the candidate is the 10 ms
+        // peak; the 15 ms gaps are off its lines (96 of 151 on them, 63 %). The 5 ms
+        // line (13 >= 8) puts every set gap on a multiple: SU 5 ms.
+        let mut gaps = vec![100u64; 99];
+        gaps.extend([5000; 13].iter().chain(&[10_000; 96]).chain(&[15_000; 42]));
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(5000))));
+        // Without the 5 ms line (7 gaps there, under 8) nothing explains the 15 ms
+        // gaps: no pattern, as before.
+        let mut gaps = vec![100u64; 105];
+        gaps.extend([5000; 7].iter().chain(&[10_000; 96]).chain(&[15_000; 42]));
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::NoPattern));
     }
 
     #[test]
