@@ -36,10 +36,11 @@ fn cubic_fills_a_one_bdp_droptail_link() {
 
 #[test]
 fn cubic_queueing_delay_grows_without_bound_in_an_infinite_buffer() {
-    let out = simulate(
-        "cubic-infinite",
-        &constant_link("cubic", "{ kind = \"infinite\" }", 60.0),
-    );
+    // Nothing else may bound the queue: a send buffer of 1 GiB (Linux's default 4 MiB
+    // `tcp_wmem` maximum caps it, the next test).
+    let text = constant_link("cubic", "{ kind = \"infinite\" }", 60.0)
+        + "[tcp]\nwmem = [4096, 16384, 1073741824]\n";
+    let out = simulate("cubic-infinite", &text);
     let early = mean_qdelay(&out, 10.0, 20.0);
     let mid = mean_qdelay(&out, 30.0, 40.0);
     let late = mean_qdelay(&out, 50.0, 60.0);
@@ -51,6 +52,29 @@ fn cubic_queueing_delay_grows_without_bound_in_an_infinite_buffer() {
     assert!(
         late > 1000.0,
         "after a minute the queue holds seconds of data: {late} ms"
+    );
+    assert_eq!(out.summary[0].drops, 0);
+}
+
+#[test]
+fn the_default_send_buffer_caps_cubic_in_an_infinite_buffer() {
+    // Linux's `tcp_wmem` maximum, 4 MiB, holds about 2125 segments with their overhead
+    // (the kernel's `unacked` stopped at 2125 in docs/validation.md, Gap 2): at 12 Mbit/s
+    // that is 2125 × 1500 × 8 / 12e6 ≈ 2.1 s of queue, less the 20 ms round trip.
+    let out = simulate(
+        "cubic-infinite-wmem",
+        &constant_link("cubic", "{ kind = \"infinite\" }", 60.0),
+    );
+    let mid = mean_qdelay(&out, 30.0, 40.0);
+    let late = mean_qdelay(&out, 50.0, 60.0);
+    println!("cubic infinite buffer, default wmem: mean queueing delay {mid:.0} → {late:.0} ms");
+    assert!(
+        (late - mid).abs() <= 0.01 * mid,
+        "the queue must stop growing: {mid} {late}"
+    );
+    assert!(
+        (1900.0..=2200.0).contains(&late),
+        "about 2.1 s of queue: {late} ms"
     );
     assert_eq!(out.summary[0].drops, 0);
 }
