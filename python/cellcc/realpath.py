@@ -237,7 +237,7 @@ class EmuLink:
     """Cellular scheduling preset on both directions (the simulator's ``[scheduling]``)."""
     ack_every_segment: bool = False
     """The receiver ACKs every segment (Linux's per-route ``quickack 1``; the simulator's
-    ``tcp.quickack``), instead of Linux's mix of delayed and immediate ACKs."""
+    ``tcp.quickack_always``), instead of Linux's mix of delayed and immediate ACKs."""
     queue_bytes: int | None = None
     """Drop-tail limit in charged bytes (IP length + 4, as the simulator counts), each way."""
 

@@ -187,12 +187,9 @@ def sim_scenario(
         "uplink": {"trace": str(up), "delay_ms": setup.delay_ms, "queue": queue},
         "flows": [flow],
         "metrics": {"packet_log": True},
-        **({"tcp": {"quickack": QUICKACK_ALWAYS}} if setup.ack_every_segment else {}),
+        **({"tcp": {"quickack_always": True}} if setup.ack_every_segment else {}),
     }
 
-
-QUICKACK_ALWAYS = 100_000_000
-"""``tcp.quickack`` large enough that the simulated receiver never delays an ACK."""
 
 SPREAD_OFFSETS_S = tuple(round(0.05 * i, 2) for i in range(10))
 """Flow start times (s of trace time) of the simulated spread: how much a result depends

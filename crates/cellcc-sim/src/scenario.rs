@@ -259,6 +259,7 @@ struct RawTcp {
     tlp: Option<bool>,
     delack_ms: Option<f64>,
     quickack: Option<u32>,
+    quickack_always: Option<bool>,
     ts_granularity_ms: Option<f64>,
     rto_min_ms: Option<f64>,
     slow_start_after_idle: Option<bool>,
@@ -793,6 +794,7 @@ fn build_tcp(raw: RawTcp, ctx: &Ctx) -> Result<(SenderConfig, ReceiverConfig), S
     if let Some(q) = raw.quickack {
         r.max_quickacks = q;
     }
+    r.quickack_always = raw.quickack_always.unwrap_or(r.quickack_always);
     if let Some(v) = raw.ts_granularity_ms {
         positive(ctx, "tcp.ts_granularity_ms", v)?;
         let g = limits::delay_ms(ctx, "tcp.ts_granularity_ms", v, true)?;

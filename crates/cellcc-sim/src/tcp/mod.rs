@@ -110,6 +110,9 @@ pub struct ReceiverConfig {
     /// Immediate ACKs at the start of the connection and after a duplicate segment
     /// (`TCP_MAX_QUICKACKS`).
     pub max_quickacks: u32,
+    /// Every segment is ACKed at once: the route's `quickack 1` (`RTAX_QUICKACK`, which
+    /// sets `icsk_ack.dst_quick_ack`, so `tcp_in_quickack_mode` always holds).
+    pub quickack_always: bool,
     /// Tick of the receiver's TCP timestamp clock.
     pub ts_granularity: Dur,
     /// `tcp_rmem`: minimum, initial and maximum receive buffer, bytes (Linux 6.18
@@ -126,6 +129,7 @@ impl Default for ReceiverConfig {
         ReceiverConfig {
             delack_min: Dur::from_ms(40),
             max_quickacks: 16,
+            quickack_always: false,
             ts_granularity: Dur::from_ms(1),
             rmem: [4096, 131_072, 33_554_432],
             autotune: true,

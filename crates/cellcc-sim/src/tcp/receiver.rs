@@ -258,6 +258,7 @@ impl TcpReceiver {
         let gap_filled = had_ooo && self.ooo.is_empty();
         let mut ack = if self.unacked_bytes > self.rcv_mss as u64
             || self.quick > 0
+            || self.cfg.quickack_always
             || gap_filled
             || !self.ooo.is_empty()
         {

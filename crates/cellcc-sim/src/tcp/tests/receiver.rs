@@ -42,6 +42,41 @@ fn receiver_quick_acks_then_every_second_segment() {
 }
 
 #[test]
+fn receiver_with_quickack_always_acks_every_segment() {
+    // A route with `quickack 1`: past the quick-ACK budget (capped by the receive
+    // window, so a huge `quickack` alone no longer means "always") every segment is
+    // still ACKed at once.
+    let cfg = ReceiverConfig {
+        quickack_always: true,
+        max_quickacks: 100_000_000,
+        ..ReceiverConfig::default()
+    };
+    let mut r = TcpReceiver::new(0, &cfg, Time::ZERO);
+    for s in 0..200 {
+        assert!(
+            r.on_data(ms(s), &seg(s, s as u32)).ack.is_some(),
+            "segment {s}"
+        );
+    }
+    assert_eq!(r.next_wakeup(), None);
+    let mut capped = TcpReceiver::new(
+        0,
+        &ReceiverConfig {
+            quickack_always: false,
+            ..cfg
+        },
+        Time::ZERO,
+    );
+    let acks = (0..200)
+        .filter(|&s| capped.on_data(ms(s), &seg(s, s as u32)).ack.is_some())
+        .count();
+    assert!(
+        acks < 150,
+        "the window caps the quick-ACK budget: {acks} ACKs"
+    );
+}
+
+#[test]
 fn receiver_delays_a_lone_segment_by_40ms() {
     let mut r = TcpReceiver::new(0, &ReceiverConfig::default(), Time::ZERO);
     // 22 quick ACKs (16, and 6 for the window's growth).
