@@ -2,6 +2,21 @@
 
 use super::*;
 
+/// A transfer of `duration_ms` with `cc`: TCP_INFO every 10 ms, 5 s to connect, no logs,
+/// no summary file, no drain limit.
+fn send_options(to: SocketAddr, cc: &str, duration_ms: u64) -> SendOptions {
+    SendOptions {
+        to,
+        cc: cc.into(),
+        duration: Duration::from_millis(duration_ms),
+        info_log: None,
+        info_interval: Duration::from_millis(10),
+        connect_timeout: Duration::from_secs(5),
+        summary: None,
+        drain: None,
+    }
+}
+
 #[test]
 fn tcp_info_layout_matches_linux() {
     // Offsets from linux/tcp.h: tcpi_rtt at 68, tcpi_snd_cwnd at 80,
@@ -32,14 +47,8 @@ fn connecting_to_nobody_gives_up_after_the_timeout() {
     let to = listener.local_addr().unwrap();
     drop(listener);
     let opts = SendOptions {
-        to,
-        cc: "cubic".into(),
-        duration: Duration::from_millis(100),
-        info_log: None,
-        info_interval: Duration::from_millis(10),
         connect_timeout: Duration::from_millis(300),
-        summary: None,
-        drain: None,
+        ..send_options(to, "cubic", 100)
     };
     let started = std::time::Instant::now();
     let err = send(&opts).unwrap_err();
@@ -63,14 +72,10 @@ fn a_failed_transfer_leaves_no_output_and_never_writes_through_a_symlink() {
     let to = listener.local_addr().unwrap();
     drop(listener);
     let opts = SendOptions {
-        to,
-        cc: "reno".into(),
-        duration: Duration::from_millis(100),
         info_log: Some(dir.join("info.csv")),
-        info_interval: Duration::from_millis(10),
         connect_timeout: Duration::from_millis(100),
         summary: Some(dir.join("send.json")),
-        drain: None,
+        ..send_options(to, "reno", 100)
     };
     send(&opts).unwrap_err();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
@@ -103,16 +108,11 @@ fn drain_resets_a_connection_whose_queue_does_not_empty_and_recv_takes_it_as_the
         }
     });
     let opts = SendOptions {
-        to,
-        cc: "cubic".into(),
-        duration: Duration::from_millis(100),
-        info_log: None,
-        info_interval: Duration::from_millis(10),
-        connect_timeout: Duration::from_secs(5),
         summary: Some(
             std::env::temp_dir().join(format!("cellcc-drain-{}.json", std::process::id())),
         ),
         drain: Some(Duration::from_millis(200)),
+        ..send_options(to, "cubic", 100)
     };
     let started = std::time::Instant::now();
     let sent = send(&opts).unwrap();
@@ -185,14 +185,10 @@ fn loopback_transfer_reports_bytes_and_samples() {
     };
     let receiver = std::thread::spawn(move || recv(&recv_opts).unwrap());
     let send_opts = SendOptions {
-        to: SocketAddr::from(([127, 0, 0, 1], port)),
-        cc: "cubic".into(),
-        duration: Duration::from_millis(200),
         info_log: Some(dir.join("info.csv")),
-        info_interval: Duration::from_millis(10),
-        connect_timeout: Duration::from_secs(5),
         summary: Some(dir.join("send.json")),
         drain: Some(Duration::from_secs(5)),
+        ..send_options(SocketAddr::from(([127, 0, 0, 1], port)), "cubic", 200)
     };
     let sent = send(&send_opts).unwrap();
     let got = receiver.join().unwrap();
