@@ -187,7 +187,9 @@ def sim_scenario(
         "uplink": {"trace": str(up), "delay_ms": setup.delay_ms, "queue": queue},
         "flows": [flow],
         "metrics": {"packet_log": True},
-        **({"tcp": {"quickack_always": True}} if setup.ack_every_segment else {}),
+        # The kernel's flow opens with a handshake, whose packets share the links with
+        # its first data and whose RTT seeds the estimator (docs/tcp-model.md).
+        "tcp": {"handshake": True, **({"quickack_always": True} if setup.ack_every_segment else {})},
     }
 
 
@@ -196,16 +198,25 @@ SPREAD_OFFSETS_S = tuple(round(0.05 * i, 2) for i in range(10))
 on where in the trace the flow starts, which on the real side varies by some 100 ms."""
 
 
+HANDSHAKE_ALLOWANCE_S = 5.0
+"""Simulated time allowed for the handshake beyond the kernel's, or, in the start-time
+spread, beyond the run (the window starts at the first data packet, after the handshake;
+it took up to 1.1 s on the shared traces)."""
+
+
 def simulate_aligned(
-    scheme: RealScheme, down: Path, up: Path, setup: Setup, first_arrival_ms: int
+    scheme: RealScheme, down: Path, up: Path, setup: Setup, real_log: mmlog.MmLog
 ) -> tuple[api.Result, dict[str, float], pd.DataFrame]:
-    """The simulation whose first packet reaches the downlink link at the same trace time
-    as the emulated flow's (``first_arrival_ms``), so both see the same capacity."""
+    """The simulation whose SYN reaches the downlink at the same trace time as the
+    emulated flow's (in ``real_log``); from there its handshake, like the kernel's, decides
+    when the data starts."""
     probe = api.simulate(sim_scenario(scheme, down, up, replace(setup, duration_s=1.0)))
     assert probe.packet_log is not None  # sim_scenario turns the packet log on
-    lead_ms = first_data_ms(mmlog.parse(probe.packet_log))
-    start_s = max(0, first_arrival_ms - lead_ms) / 1000.0
-    result = api.simulate(sim_scenario(scheme, down, up, setup, start_s=start_s))
+    real_syn = syn_ms(real_log)
+    start_s = max(0, real_syn - syn_ms(mmlog.parse(probe.packet_log))) / 1000.0
+    handshake_s = (first_data_ms(real_log) - real_syn) / 1000.0
+    run = replace(setup, duration_s=setup.duration_s + handshake_s + HANDSHAKE_ALLOWANCE_S)
+    result = api.simulate(sim_scenario(scheme, down, up, run, start_s=start_s))
     assert result.packet_log is not None
     sim, series = measure(mmlog.parse(result.packet_log, source="simulated"), setup.duration_s)
     return result, sim, series
@@ -215,8 +226,9 @@ def simulated_spread(scheme: RealScheme, down: Path, up: Path, setup: Setup) -> 
     """Range of throughput and mean queueing delay over the start times
     :data:`SPREAD_OFFSETS_S`."""
     rows = []
+    run = replace(setup, duration_s=setup.duration_s + HANDSHAKE_ALLOWANCE_S)
     for offset in SPREAD_OFFSETS_S:
-        result = api.simulate(sim_scenario(scheme, down, up, setup, start_s=offset))
+        result = api.simulate(sim_scenario(scheme, down, up, run, start_s=offset))
         assert result.packet_log is not None
         rows.append(measure(mmlog.parse(result.packet_log), setup.duration_s)[0])
     frame = pd.DataFrame(rows)
@@ -243,10 +255,25 @@ def emu_link(down: Path, up: Path, setup: Setup) -> realpath.EmuLink:
 
 FIRST_DATA_BYTES = 200
 """An arrival of at least this many bytes carries data. The window starts at the first
-one: the kernel's log opens with small packets the simulator does not send (a 52-byte
-packet of the namespaces' set-up, the 64-byte SYN, the 56-byte ACK of the handshake), and
-the handshake waits for the uplink's first opportunity, 0.65–1.06 s into the
-TMobile-UMTS, ATT-LTE-driving and Verizon-EVDO traces."""
+one: both logs open with the handshake's small packets (the 64-byte SYN, the 56-byte ACK;
+the kernel's also with a 52-byte packet of the namespaces' set-up), and the handshake
+waits for the uplink's first opportunity, 0.65–1.06 s into the TMobile-UMTS,
+ATT-LTE-driving and Verizon-EVDO traces."""
+
+
+SYN_LOG_BYTES = 64
+"""A SYN in an mm-link log: a 60-byte datagram (its options take 20 bytes) and the 4-byte
+header both logs count."""
+
+
+def syn_ms(log: mmlog.MmLog) -> int:
+    """Arrival time (ms) of the flow's first SYN at the downlink."""
+    syn = np.flatnonzero(log.arrival_bytes == SYN_LOG_BYTES)
+    if not len(syn):
+        raise realpath.RealPathError(
+            f"{log.source}: no SYN reached the link (no {SYN_LOG_BYTES}-byte arrival)"
+        )
+    return int(log.arrivals_ms[syn[0]])
 
 
 def first_data_ms(log: mmlog.MmLog) -> int:
@@ -382,7 +409,7 @@ def measure_run(
     stats, receiver = (json.loads((run_dir / f).read_text()) for f in ("emu.json", "recv.json"))
     real, real_series = measure(real_log, setup.duration_s)
     first_ms = first_data_ms(real_log)
-    result, sim, sim_series = simulate_aligned(scheme, down, up, setup, first_ms)
+    result, sim, sim_series = simulate_aligned(scheme, down, up, setup, real_log)
     series = pd.concat(
         [sim_series.assign(side="simulator"), real_series.assign(side="kernel")], ignore_index=True
     )

@@ -141,7 +141,7 @@ def test_python_aimd_on_kernel_tcp_matches_the_simulator(
         stats = [e["stats"] for e in realpath.kernel_stats("policy")]
     real_log = mmlog.read(emu.downlink_log)
     real, _ = validation.measure(real_log, DURATION_S)
-    _, sim, _ = validation.simulate_aligned(spec, down, up, setup, int(real_log.arrivals_ms[0]))
+    _, sim, _ = validation.simulate_aligned(spec, down, up, setup, real_log)
     mine = max(stats, key=lambda s: s["updated_us"])
     lat = sorted(driver.stats.latency_ms)
     print(

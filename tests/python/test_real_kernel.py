@@ -61,8 +61,7 @@ def run_both(
     emu = realpath.run_emulated(link, cc=spec.kernel_cc, duration_s=DURATION_S, out_dir=tmp / "emu")
     real_log = mmlog.read(emu.downlink_log)
     real, _ = validation.measure(real_log, DURATION_S)
-    first_ms = validation.first_data_ms(real_log)
-    result, sim, _ = validation.simulate_aligned(spec, trace, trace, setup, first_ms)
+    result, sim, _ = validation.simulate_aligned(spec, trace, trace, setup, real_log)
     assert spec.bpf is not None
     stats = [e["stats"] for e in realpath.kernel_stats(spec.bpf)]
     return result, sim, real, stats

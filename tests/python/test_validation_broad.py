@@ -322,7 +322,7 @@ def test_remeasure_recomputes_finished_runs_from_their_logs_and_keeps_the_kernel
 def test_the_window_starts_at_the_first_data_packet_not_the_handshake() -> None:
     """The kernel's downlink log opens with a set-up packet (52 bytes), the SYN (64) and,
     where the uplink's first opportunity comes late, the SYN again; the flow's data comes
-    a second later on Verizon-EVDO-driving. The simulator sends no handshake."""
+    a second later on Verizon-EVDO-driving."""
     from cellcc import mmlog
 
     lines = ["24 + 52", "26 + 64", "94 - 52 70", "94 - 64 68", "1031 + 64", "1039 - 64 8"]

@@ -15,6 +15,11 @@ pub type FlowId = u32;
 /// of every segment in a Linux connection with timestamps on.
 pub const HEADER_BYTES: u32 = 52;
 
+/// Extra option bytes of a SYN or SYN-ACK over [`HEADER_BYTES`]: Linux's SYN options
+/// are MSS (4), SACK-permitted (2), timestamps (10), NOP (1) and window scale (3), 20
+/// bytes against the 12 of the timestamp option alone, so a SYN is a 60-byte datagram.
+pub const SYN_OPTION_BYTES: u32 = 8;
+
 /// SACK blocks an ACK can carry alongside the timestamp option (40-byte option space:
 /// 12 for timestamps leaves room for 3 blocks).
 pub const MAX_SACK_BLOCKS: usize = 3;
@@ -36,12 +41,20 @@ pub struct DataSegment {
     pub sent_at: Time,
     /// True if this copy is a retransmission.
     pub retransmit: bool,
+    /// The SYN flag: the connecting side's first segment (see `tcp::handshake`).
+    pub syn: bool,
 }
 
 impl DataSegment {
     /// Length of the IP datagram.
     pub fn ip_len(&self) -> u32 {
-        self.len + HEADER_BYTES
+        self.len + HEADER_BYTES + if self.syn { SYN_OPTION_BYTES } else { 0 }
+    }
+
+    /// A segment without payload: a SYN, or a pure ACK from the sending side (the
+    /// handshake's third segment, a challenge ACK); it carries no data to the receiver.
+    pub fn is_control(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -80,6 +93,8 @@ pub struct AckSegment {
     /// without one; see `cellcc_congestion::feedback`). Boxed so that the ACKs of every
     /// other scheme stay small: they are moved through queues and delay lines per packet.
     pub feedback: Option<Box<ReceiverFeedback>>,
+    /// The SYN flag: a SYN-ACK of the handshake (see `tcp::handshake`), not an ACK of data.
+    pub syn: bool,
 }
 
 impl AckSegment {
@@ -91,7 +106,8 @@ impl AckSegment {
         } else {
             4 + 8 * self.sack_len as u32
         };
-        HEADER_BYTES + sack + self.feedback.as_ref().map_or(0, |f| f.wire_bytes())
+        let syn = if self.syn { SYN_OPTION_BYTES } else { 0 };
+        HEADER_BYTES + syn + sack + self.feedback.as_ref().map_or(0, |f| f.wire_bytes())
     }
 
     /// The valid SACK blocks.
@@ -237,6 +253,7 @@ mod tests {
             sent_at: Time::ZERO,
             wnd: u32::MAX,
             feedback: None,
+            syn: false,
         }
     }
 
@@ -250,6 +267,7 @@ mod tests {
             tsecr: 0,
             sent_at: Time::ZERO,
             retransmit: false,
+            syn: false,
         };
         assert_eq!(d.ip_len(), 1500);
         let mut a = ack(0, 1);

@@ -50,6 +50,7 @@ impl Simulation<'_> {
             tsecr: 0,
             sent_at: self.now,
             retransmit: false,
+            syn: false,
         };
         let len = seg.ip_len();
         m.sent_ip_bytes += u64::from(len);

@@ -106,10 +106,10 @@ impl Simulation<'_> {
     }
 
     pub(super) fn arm_receiver(&mut self, i: u32) {
-        let want = self.flows[i as usize]
-            .receiver
-            .as_ref()
-            .and_then(|r| r.next_wakeup());
+        let want = match self.flows[i as usize].receiver.as_ref() {
+            Some(r) => r.next_wakeup(),
+            None => self.acceptor_wakeup(i),
+        };
         if let Some(t) = claim(self.now, &mut self.flows[i as usize].receiver_timer, want) {
             self.push(t, Event::ReceiverTimer(i));
         }
@@ -221,6 +221,14 @@ impl Simulation<'_> {
         self.metrics[i].on_egress(t, ip_len, charged, owd, qdelay, bin);
         let all = aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg);
         all.on_egress_counters(t, ip_len, charged, owd, qdelay, bin);
+        let f = &self.flows[i];
+        if f.conn.is_some()
+            && (seg.is_control() || f.receiver.is_none())
+            && self.handshake_segment_arrived(&seg)
+        {
+            return;
+        }
+        let all = aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg);
         let Some(r) = self.flows[i].receiver.as_mut() else {
             // A UDP packet: its payload is what the application gets.
             self.metrics[i].on_app_delivered(t, u64::from(seg.len), bin);
@@ -310,6 +318,9 @@ impl Simulation<'_> {
     }
 
     fn deliver_ack(&mut self, ack: AckSegment) {
+        if ack.syn {
+            return self.syn_ack_arrived(ack);
+        }
         self.count.acks_delivered += 1;
         let i = ack.flow;
         let now = self.now;

@@ -23,6 +23,7 @@
 mod background;
 mod delivery;
 mod finish;
+mod handshake;
 mod path;
 mod radio;
 mod step;
@@ -118,6 +119,8 @@ struct Flow {
     receiver_timer: Option<Time>,
     /// Per-interval control, for external schemes that asked for it.
     control: Option<FlowControl>,
+    /// The handshake's state (`[tcp] handshake`), kept after it for stray SYN-ACKs.
+    conn: Option<Box<handshake::Connection>>,
 }
 
 impl Flow {
@@ -135,6 +138,7 @@ impl Flow {
             sender_timer: None,
             receiver_timer: None,
             control: None,
+            conn: None,
         }
     }
 }
@@ -536,6 +540,8 @@ impl<'s> Simulation<'s> {
                         fold: f.control.as_mut().and_then(|c| c.fold.as_mut()),
                     };
                     s.on_timer(t, &mut obs);
+                } else {
+                    self.connector_timer(i);
                 }
                 self.pump_sender(i);
             }
@@ -545,9 +551,13 @@ impl<'s> Simulation<'s> {
                     return;
                 }
                 f.receiver_timer = None;
-                let ack = f.receiver.as_mut().and_then(|r| r.on_timer(t));
-                if let Some(a) = ack {
-                    self.send_ack(i, a);
+                match f.receiver.as_mut() {
+                    Some(r) => {
+                        if let Some(a) = r.on_timer(t) {
+                            self.send_ack(i, a);
+                        }
+                    }
+                    None => self.acceptor_timer(i),
                 }
                 self.arm_receiver(i);
             }
@@ -711,6 +721,10 @@ impl<'s> Simulation<'s> {
         };
         // Schemes that compute at the receiver (Sprout) hand it their agent.
         let agent = cc.receiver_agent();
+        if self.sc.sender.handshake {
+            self.connect(i, cc, control, agent);
+            return Ok(());
+        }
         let now = self.now;
         let f = &mut self.flows[i as usize];
         let mut sender = TcpSender::new(i, &self.sc.sender, cc, f.app, now);
@@ -729,54 +743,68 @@ impl<'s> Simulation<'s> {
         Ok(())
     }
 
-    /// Let sender `i` transmit everything it may now, then re-arm its timer.
+    /// Let sender `i` transmit everything it may now (its handshake's segments first),
+    /// then re-arm its timer.
     fn pump_sender(&mut self, i: u32) {
         let now = self.now;
-        let (origin, dir, ue) = {
-            let f = &self.flows[i as usize];
-            (f.origin, f.dir, f.ue)
-        };
+        self.send_handshake(i);
         loop {
             let f = &mut self.flows[i as usize];
-            let Some(s) = f.sender.as_mut() else { return };
+            let Some(s) = f.sender.as_mut() else { break };
             let mut obs = Observer {
                 flow: &mut self.metrics[i as usize],
-                all: aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg),
+                all: aggregate(
+                    f.origin,
+                    f.dir,
+                    &mut self.all,
+                    &mut self.all_up,
+                    &mut self.bg,
+                ),
                 last_rtt: None,
                 fold: f.control.as_mut().and_then(|c| c.fold.as_mut()),
             };
             let Some(seg) = s.poll_transmit(now, &mut obs) else {
                 break;
             };
-            let len = seg.ip_len();
-            let all = aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg);
-            self.count.data_sent += 1;
-            self.metrics[i as usize].sent_ip_bytes += len as u64;
-            all.sent_ip_bytes += len as u64;
-            let (loss, rng) = match dir {
-                Direction::Down => (&mut self.down_loss, &mut self.down_rng),
-                Direction::Up => (&mut self.up_loss, &mut self.up_rng),
-            };
-            if loss.drops(rng) {
-                self.metrics[i as usize].drops_random += 1;
-                all.drops_random += 1;
-                self.count.data_dropped += 1;
-                continue;
-            }
-            match dir {
-                Direction::Down => self.send_down(Packet::Data(seg), len),
-                Direction::Up => {
-                    self.up_data_in_network += 1;
-                    self.send_up(ue, Packet::Data(seg), len);
-                }
-            }
+            self.emit_segment(i, seg);
         }
-        let want = self.flows[i as usize]
-            .sender
-            .as_ref()
-            .and_then(|s| s.next_wakeup());
+        let f = &self.flows[i as usize];
+        let want = match f.sender.as_ref() {
+            Some(s) => s.next_wakeup(),
+            None => self.connector_wakeup(i),
+        };
         if let Some(t) = claim(self.now, &mut self.flows[i as usize].sender_timer, want) {
             self.push(t, Event::SenderTimer(i));
+        }
+    }
+
+    /// Flow `i`'s sender puts `seg` on the wire: entry loss, then its direction's path.
+    fn emit_segment(&mut self, i: u32, seg: DataSegment) {
+        let (origin, dir, ue) = {
+            let f = &self.flows[i as usize];
+            (f.origin, f.dir, f.ue)
+        };
+        let len = seg.ip_len();
+        let all = aggregate(origin, dir, &mut self.all, &mut self.all_up, &mut self.bg);
+        self.count.data_sent += 1;
+        self.metrics[i as usize].sent_ip_bytes += len as u64;
+        all.sent_ip_bytes += len as u64;
+        let (loss, rng) = match dir {
+            Direction::Down => (&mut self.down_loss, &mut self.down_rng),
+            Direction::Up => (&mut self.up_loss, &mut self.up_rng),
+        };
+        if loss.drops(rng) {
+            self.metrics[i as usize].drops_random += 1;
+            all.drops_random += 1;
+            self.count.data_dropped += 1;
+            return;
+        }
+        match dir {
+            Direction::Down => self.send_down(Packet::Data(seg), len),
+            Direction::Up => {
+                self.up_data_in_network += 1;
+                self.send_up(ue, Packet::Data(seg), len);
+            }
         }
     }
 

@@ -12,6 +12,7 @@
 use cellcc_congestion::AckSample;
 use cellcc_units::{Dur, Time};
 
+use super::handshake::Established;
 use super::rate::us_delta;
 use super::scoreboard::{ANY_RETRANS, LOST, RETRANS, SACKED};
 use super::sender::{flag, AckState, Event, TcpSender};
@@ -350,6 +351,21 @@ impl TcpSender {
             u32::MAX => Dur::MAX,
             us => Dur::from_us(u64::from(us)),
         };
+    }
+
+    /// The SYN-ACK's part of `tcp_ack` (`tcp_ack_update_rtt`: min_rtt, srtt, RTO) and
+    /// `tcp_init_transfer`'s cwnd rule: a SYN retransmitted more than once means cwnd 1.
+    pub(crate) fn seed_from_handshake(&mut self, hs: &Established) {
+        self.update_rtt_min(hs.rtt, 0);
+        self.rtt
+            .update(hs.rtt.as_us(), self.sock.snd_una, self.sock.snd_nxt);
+        self.sock.srtt = Dur::from_us(self.rtt.srtt_us());
+        self.set_rto();
+        self.ts_recent = hs.ts_recent;
+        self.snd_wnd = hs.snd_wnd;
+        if hs.syn_retransmits > 1 {
+            self.sock.cwnd = 1;
+        }
     }
 
     /// `tcp_set_rto`: RTO = srtt + rttvar, rounded up to ticks, at most `rto_max`.

@@ -7,10 +7,12 @@
 //! loop passes `now` in, takes segments and ACKs out, and asks each endpoint when it next
 //! needs attention (`next_wakeup`).
 //!
-//! Sequence numbers count whole segments (see [`crate::packet`]). Connection setup is not
-//! modelled: a flow starts established at the `now` given to [`TcpSender::new`], with no
-//! RTT sample yet, so the first retransmission timeout is `rto_init` (1 s) and the first
-//! tail-loss probe also waits 1 s, as after a handshake whose RTT was not measured.
+//! Sequence numbers count whole segments (see [`crate::packet`]). By default a flow starts
+//! established at the `now` given to [`TcpSender::new`], with no RTT sample yet, so the
+//! first retransmission timeout is `rto_init` (1 s) and the first tail-loss probe also
+//! waits 1 s, as after a handshake whose RTT was not measured. With `[tcp] handshake` the
+//! simulator runs the three-way handshake of [`handshake`] first and builds the sender
+//! with [`TcpSender::after_handshake`].
 //!
 //! Driving a sender (what the simulator's loop does):
 //! 1. after creating it, after every [`TcpSender::on_ack`] and after every
@@ -18,6 +20,7 @@
 //! 2. schedule a wake-up at [`TcpSender::next_wakeup`]; at that time call `on_timer` and
 //!    then poll again.
 
+pub mod handshake;
 mod input;
 mod output;
 mod pacing;
@@ -81,6 +84,10 @@ pub struct SenderConfig {
     /// bounds the data queued (unsent plus unacknowledged, each segment with its skb
     /// overhead).
     pub wmem: [u64; 3],
+    /// Open the connection with a three-way handshake ([`handshake`]) instead of starting
+    /// established: the SYN, SYN-ACK and ACK cross the links, and the SYN-ACK's RTT seeds
+    /// the estimator.
+    pub handshake: bool,
 }
 
 impl Default for SenderConfig {
@@ -97,6 +104,7 @@ impl Default for SenderConfig {
             ts_granularity: Dur::from_ms(1),
             slow_start_after_idle: true,
             wmem: [4096, 16_384, 4_194_304],
+            handshake: false,
         }
     }
 }

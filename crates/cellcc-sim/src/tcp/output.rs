@@ -177,6 +177,7 @@ impl TcpSender {
             tsecr: self.ts_recent,
             sent_at: self.sock.now,
             retransmit,
+            syn: false,
         }
     }
 

@@ -169,6 +169,12 @@ impl TcpReceiver {
         }
     }
 
+    /// The initial receive window of a receiver with `cfg` (`tcp_select_initial_window`),
+    /// what a SYN-ACK advertises (capped there at 65 535 bytes, unscaled).
+    pub fn syn_window(cfg: &ReceiverConfig) -> u64 {
+        RcvWindow::new(cfg.rmem[1], cfg.rmem[2], cfg.autotune, cfg.advmss, 0).rcv_wnd
+    }
+
     /// The window of the SYN-ACK (unscaled), the sender's `snd_wnd` before the first ACK.
     pub fn initial_window(&self) -> u64 {
         self.win.rcv_wnd
@@ -440,6 +446,7 @@ impl TcpReceiver {
                 .advertise(self.delivered, self.ooo_truesize, self.rcv_mss)
                 .min(u32::MAX as u64) as u32,
             feedback: self.agent.as_mut().map(|a| Box::new(a.feedback(now))),
+            syn: false,
         };
         // tcp_event_ack_sent: one quick ACK used; the timer is cleared.
         if self.quick > 0 {

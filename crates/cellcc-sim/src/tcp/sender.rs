@@ -20,7 +20,8 @@
 //! 1. Whole-segment sequence numbers; every segment is one packet (no TSO/GSO, pcount 1).
 //! 2. ACKs older than `snd_una` are ignored (the modelled paths are FIFO, so they cannot
 //!    occur); SACK reneging is not modelled (the receiver never reneges).
-//! 3. No ECN, no SYN/FIN, no MTU probing.
+//! 3. No ECN, no FIN, no MTU probing; the SYN exchange is optional and lives in
+//!    `handshake.rs` (the sender is built when it ends).
 //! 4. `pkts_acked` receives the number of segments newly ACKed or SACKed (the trait's
 //!    definition) and `in_flight` before the ACK.
 //! 5. A congestion control cannot call `tcp_enter_cwr` itself: it sets
@@ -31,6 +32,7 @@ use cellcc_congestion::minmax::Minmax;
 use cellcc_congestion::{CaState, CongestionControl, RateSample, Sock};
 use cellcc_units::{Dur, Time};
 
+use super::handshake::Established;
 use super::pacing::{default_pacing_rate, Pacer};
 use super::rate::{RateAcc, RateEstimator};
 use super::rtt::RttEstimator;
@@ -292,6 +294,33 @@ impl TcpSender {
         app: App,
         now: Time,
     ) -> Self {
+        Self::start(flow, cfg, cc, app, now, None)
+    }
+
+    /// A sender whose connection a handshake established at `now` ([`super::handshake`],
+    /// `tcp_init_transfer`): the SYN-ACK's RTT seeds srtt, rttvar, the RTO and min_rtt
+    /// before `cc.init`, as Linux's `tcp_ack` on the SYN-ACK runs before
+    /// `tcp_init_congestion_control`; more than one SYN retransmission starts it at
+    /// cwnd 1; the SYN-ACK's window and TSval are the first `snd_wnd` and `ts_recent`.
+    pub fn after_handshake(
+        flow: FlowId,
+        cfg: &SenderConfig,
+        cc: Box<dyn CongestionControl>,
+        app: App,
+        now: Time,
+        hs: &Established,
+    ) -> Self {
+        Self::start(flow, cfg, cc, app, now, Some(hs))
+    }
+
+    fn start(
+        flow: FlowId,
+        cfg: &SenderConfig,
+        cc: Box<dyn CongestionControl>,
+        app: App,
+        now: Time,
+        hs: Option<&Established>,
+    ) -> Self {
         assert!(cfg.mss > 0 && cfg.hz > 0 && !cfg.ts_granularity.is_zero());
         let mut sock = Sock::new(cfg.mss, now);
         sock.hz = cfg.hz;
@@ -364,6 +393,9 @@ impl TcpSender {
             gap_scratch: Vec::new(),
         };
         s.rto = s.ticks_ceil(cfg.rto_init).min(cfg.rto_max);
+        if let Some(hs) = hs {
+            s.seed_from_handshake(hs);
+        }
         s.cc.init(&mut s.sock);
         // tcp_init_buffer_space → tcp_sndbuf_expand.
         s.sndbuf_expand();

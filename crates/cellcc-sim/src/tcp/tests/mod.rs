@@ -409,5 +409,6 @@ fn ms(x: u64) -> Time {
 }
 
 mod delivery;
+mod handshake;
 mod receiver;
 mod sender;

@@ -13,6 +13,7 @@ fn seg(seq: u64, tsval: u32) -> DataSegment {
         tsecr: 0,
         sent_at: Time::ZERO,
         retransmit: false,
+        syn: false,
     }
 }
 
