@@ -416,6 +416,8 @@ def measure_run(
     write_csv_atomic(run_dir / "timeseries.csv", series)
     row = compare_row(scheme.name, trace, sim, real)
     row["start_ms"] = first_ms
+    assert result.packet_log is not None
+    row["sim_start_ms"] = first_data_ms(mmlog.parse(result.packet_log, source="simulated"))
     row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
     row["real_goodput_mbps"] = float(receiver.get("goodput_mbps", math.nan))
     row.update(diagnostics(real_series, sim_series))

@@ -87,3 +87,54 @@ fn without_the_handshake_data_starts_at_the_flow_start() {
     assert_eq!(ev[0], (26, "+".to_string(), 1504));
     assert!(ev.iter().all(|e| e.2 == 1504));
 }
+
+/// Verizon-EVDO-driving as `cellcc validate` runs it (20 ms each way, 150 KB drop-tail
+/// both ways, the flow's SYN at 26 ms as in the kernel's runs).
+fn evdo(down: &std::path::Path, up: &std::path::Path, scheme: &str, handshake: bool) -> String {
+    format!(
+        "duration_s = 12\nseed = 1\n[metrics]\npacket_log = true\nbin_ms = 10\n\
+         [downlink]\ntrace = \"{}\"\ndelay_ms = 20\nqueue = {{ kind = \"droptail\", bytes = 150000 }}\n\
+         [uplink]\ntrace = \"{}\"\ndelay_ms = 20\nqueue = {{ kind = \"droptail\", bytes = 150000 }}\n\
+         [tcp]\nhandshake = {handshake}\n\
+         [[flows]]\nscheme = \"{scheme}\"\nstart_s = 0.006\n",
+        down.display(),
+        up.display()
+    )
+}
+
+#[test]
+fn on_verizon_evdo_the_handshake_gives_hystart_the_kernels_first_rtt() {
+    let Some(down) = common::shared_trace("Verizon-EVDO-driving.down") else {
+        return;
+    };
+    let up = common::shared_trace("Verizon-EVDO-driving.up").unwrap();
+    // ssthresh once CUBIC's HyStart has left slow start, and the flow's smallest RTT.
+    let exit = |out: &cellcc_sim::SimOutput| {
+        let ts = &out.timeseries;
+        (0..ts.len())
+            .filter(|&i| ts.flow[i] == 0)
+            .find_map(|i| ts.ssthresh[i])
+            .expect("HyStart ends slow start within 12 s")
+    };
+    let with = simulate("evdo-handshake", &evdo(&down, &up, "cubic", true));
+    let without = simulate("evdo-no-handshake", &evdo(&down, &up, "cubic", false));
+    let (w, wo) = (exit(&with), exit(&without));
+    println!(
+        "Verizon-EVDO-driving: HyStart leaves slow start at ssthresh {w} with the handshake, \
+         {wo} without (the kernel's three runs: 52); min RTT {:?} / {:?} ms (kernel 153)",
+        with.summary[0].rtt_min_ms, without.summary[0].rtt_min_ms
+    );
+    // The kernel's first data reaches the link at 1096 ms, with the two handshake ACKs.
+    let first = events(with.packet_log.as_deref().unwrap(), 1200)
+        .into_iter()
+        .find(|e| e.1 == "+" && e.2 == 1504)
+        .unwrap();
+    assert_eq!(first.0, 1096);
+    // Its first RTT sample is 154 ms (the kernel's min_rtt: 153 ms); without the handshake it is the
+    // 87 ms of a data packet that caught the 1143 ms uplink opportunity, and HyStart's
+    // delay threshold (delay_min + 16 ms) stops slow start at half the kernel's window.
+    assert!((50..=56).contains(&w), "{w}");
+    assert!(wo <= 32, "{wo}");
+    let rtt_min = with.summary[0].rtt_min_ms.unwrap();
+    assert!((150.0..=156.0).contains(&rtt_min), "{rtt_min}");
+}
