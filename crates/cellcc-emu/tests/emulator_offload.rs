@@ -13,21 +13,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{json, unsupported, write_constant_trace, TempDir, EMU, FLOW, SERIAL};
+use common::{json, require_emulation, write_constant_trace, TempDir, EMU, FLOW, SERIAL};
 
-macro_rules! require_emulation {
-    () => {
-        if let Some(reason) = unsupported() {
-            println!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
-/// Trace rate, Mbit/s: one of the rates the goodput test of `tests/emulator.rs` checks.
+/// Trace rate, Mbit/s: one of the rates the goodput test of `tests/timing.rs` checks.
 const RATE_MBPS: u64 = 48;
 const TRANSFER_S: u64 = 10;
-/// Goodput must be within this fraction of the ideal (as in `tests/emulator.rs`).
+/// Goodput must be within this fraction of the ideal (as in `tests/timing.rs`).
 const GOODPUT_TOLERANCE: f64 = 0.05;
 /// Largest charged size of a logged departure: 1500 IP bytes and the 4 bytes of framing
 /// a trace opportunity of 1504 bytes carries.
