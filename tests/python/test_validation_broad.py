@@ -334,6 +334,11 @@ def test_the_window_starts_at_the_first_data_packet_not_the_handshake() -> None:
     assert summary["packets"] == 20
     with pytest.raises(realpath.RealPathError, match="no data packet"):
         validation.first_data_ms(mmlog.parse("24 + 52\n26 + 64\n"))
+    # The simulation is aligned on the SYN (the first 64-byte arrival), not on the
+    # namespaces' 52-byte packet before it.
+    assert validation.syn_ms(log) == 26
+    with pytest.raises(realpath.RealPathError, match="no SYN reached the link"):
+        validation.syn_ms(mmlog.parse("24 + 52\n1096 + 1504\n"))
 
 
 def test_resume_refuses_runs_made_with_another_setup(

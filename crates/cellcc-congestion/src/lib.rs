@@ -115,6 +115,13 @@ pub trait CongestionControl: std::fmt::Debug + Send {
         sock.cwnd.max(sock.prior_cwnd)
     }
 
+    /// `min_tso_segs`: the fewest segments the stack puts in one TSO/GSO burst
+    /// (`tcp_tso_segs`); a paced sender sends its bursts whole at each pacing release.
+    /// Default: `None`, the `tcp_min_tso_segs` sysctl (2).
+    fn min_tso_segs(&self, _sock: &Sock) -> Option<u32> {
+        None
+    }
+
     /// A receiver-side agent for this connection, for schemes whose receiver models the
     /// link and feeds the result back (Sprout); see [`crate::feedback`]. Asked once, when
     /// the flow starts. Default: none, and ACKs carry no feedback.

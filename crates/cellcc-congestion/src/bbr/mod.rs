@@ -54,9 +54,11 @@
 //! 2. **Earliest departure time.** `packets_in_net_at_edt` reads the stack's
 //!    `sock.wstamp` (`tcp_wstamp_ns`) as the kernel does; with the simulator's EDT
 //!    pacer it is the release time of the next paced packet.
-//! 3. **TSO.** The simulator sends single packets, but the TSO goal is computed as the
-//!    kernel does (1.2 Mbit/s threshold, `pacing_rate >> 10`, at most 127 segments) so
-//!    the cwnd keeps the kernel's `3 * tso_goal` term. `sock.tso_segs` is not read.
+//! 3. **TSO.** The TSO goal is computed as the kernel does (1.2 Mbit/s threshold,
+//!    `pacing_rate >> 10`, at most 127 segments), so the cwnd keeps the kernel's
+//!    `3 * tso_goal` term; the simulator's sender sends its paced bursts of
+//!    `tcp_tso_segs` segments with the minimum from `min_tso_segs`. `sock.tso_segs` is
+//!    not read.
 //! 4. **Integer widths.** Delivered/lost counters and jiffies are 64-bit (no 32-bit
 //!    wrap). Products that are 64-bit in the kernel are 128-bit here and results
 //!    saturate instead of wrapping; `extra_acked` saturates at 65 535 instead of being
@@ -67,8 +69,7 @@
 //! 6. **Parameters** are a runtime [`BbrConfig`] instead of compile-time constants; the
 //!    kernel's bitfield widths are enforced by [`BbrConfig::validate`] instead of by
 //!    wrapping.
-//! 7. **Hooks** `sndbuf_expand`, `min_tso_segs` and `get_info` do not exist in
-//!    [`CongestionControl`]; the TSO minimum is used internally (item 3).
+//! 7. **Hooks** `sndbuf_expand` and `get_info` do not exist in [`CongestionControl`].
 
 mod ack_aggregation;
 mod config;
@@ -409,6 +410,11 @@ impl Bbr {
 impl CongestionControl for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
+    }
+
+    /// `bbr_min_tso_segs`.
+    fn min_tso_segs(&self, sock: &Sock) -> Option<u32> {
+        Some(Bbr::min_tso_segs(self, sock))
     }
 
     /// `bbr_init`.

@@ -79,7 +79,7 @@ impl Bbr {
     }
 
     /// `bbr_min_tso_segs`: 1 segment below 1.2 Mbit/s, else 2.
-    fn min_tso_segs(&self, sock: &Sock) -> u32 {
+    pub(super) fn min_tso_segs(&self, sock: &Sock) -> u32 {
         if sock.pacing_rate < self.config.min_tso_rate_bps >> 3 {
             1
         } else {

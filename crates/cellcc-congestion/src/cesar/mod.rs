@@ -472,6 +472,11 @@ impl CongestionControl for Cesar {
         "cesar"
     }
 
+    /// The inner BBR's (`bbr_min_tso_segs`, as the module's `.min_tso_segs`).
+    fn min_tso_segs(&self, sock: &Sock) -> Option<u32> {
+        self.bbr.min_tso_segs(sock)
+    }
+
     /// Reset, start the inner BBR (ssthresh ∞, initial pacing rate) and ask for
     /// internal pacing.
     fn init(&mut self, sock: &mut Sock) {

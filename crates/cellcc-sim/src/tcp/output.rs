@@ -34,6 +34,11 @@ use crate::packet::DataSegment;
 const TLP_SLACK: Dur = Dur::from_ms(2);
 
 impl TcpSender {
+    /// Segments in a TSO burst now (`tcp_tso_segs`), for the pacer.
+    fn tso_burst(&self) -> u32 {
+        super::pacing::tso_segs(&self.sock, self.cc.min_tso_segs(&self.sock))
+    }
+
     /// Whether something could be sent if pacing allowed it.
     pub(crate) fn wants_to_send(&self) -> bool {
         (self.wants_retransmit() || self.has_new_data())
@@ -95,7 +100,7 @@ impl TcpSender {
             self.slow_start_after_idle_check();
         }
         self.event_data_sent();
-        self.pacer.on_send(&self.sock, now, len);
+        self.pacer.on_send(&self.sock, now, len, self.tso_burst());
         self.sock.wstamp = self.pacer.wstamp;
         let tx = self.rate.skb_sent(&mut self.sock, now);
         let prior_packets = self.sock.packets_out;
@@ -143,7 +148,7 @@ impl TcpSender {
         let now = self.sock.now;
         let len = self.seg_len(seq);
         self.event_data_sent();
-        self.pacer.on_send(&self.sock, now, len);
+        self.pacer.on_send(&self.sock, now, len, self.tso_burst());
         self.sock.wstamp = self.pacer.wstamp;
         let tx = self.rate.skb_sent(&mut self.sock, now);
         self.sb.record_retransmit(seq, now, tx);

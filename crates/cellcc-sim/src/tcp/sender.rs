@@ -355,7 +355,7 @@ impl TcpSender {
             },
             pacer: Pacer {
                 wstamp: now,
-                data_segs_out: 0,
+                ..Pacer::default()
             },
             total_segs,
             last_len,

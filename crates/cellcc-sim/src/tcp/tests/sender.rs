@@ -293,6 +293,8 @@ fn a_delay_spike_causes_a_spurious_timeout_that_is_undone() {
 struct PacedFixed {
     cwnd: u32,
     rate: u64,
+    /// `min_tso_segs` (`None`: the sysctl's 2).
+    min_tso: Option<u32>,
 }
 
 impl CongestionControl for PacedFixed {
@@ -313,14 +315,19 @@ impl CongestionControl for PacedFixed {
     fn cong_control(&mut self, sock: &mut Sock, _rs: &RateSample) {
         sock.cwnd = self.cwnd;
     }
+    fn min_tso_segs(&self, _sock: &Sock) -> Option<u32> {
+        self.min_tso
+    }
 }
 
 #[test]
 fn pacing_spaces_segments_only_when_the_cc_asks() {
-    // 1448 bytes per ms; the first 10 segments go out unpaced, then one per ms.
+    // 1448 bytes per ms; the first 10 segments go out unpaced, then one per ms (with
+    // single-segment TSO bursts, as BBR below 1.2 Mbit/s asks for).
     let cc = PacedFixed {
         cwnd: 100,
         rate: 1_448_000,
+        min_tso: Some(1),
     };
     let sender = sender_with(cc, App::Bulk);
     assert_eq!(sender.next_wakeup(), None);
@@ -342,6 +349,35 @@ fn pacing_spaces_segments_only_when_the_cc_asks() {
         net.sender.next_wakeup() > Some(ms(100)),
         "only the probe timer"
     );
+}
+
+#[test]
+fn paced_segments_leave_in_tso_bursts_of_tcp_tso_segs() {
+    // 1448 bytes per ms is under one segment per ms of data, so tcp_tso_segs is the
+    // sysctl's minimum, 2: a burst of two segments every 2 ms, as the kernel's GSO
+    // packets reach the emulator's link (half of BBR's arrivals share a millisecond
+    // with the one before on TMobile-UMTS-driving).
+    let cc = PacedFixed {
+        cwnd: 100,
+        rate: 1_448_000,
+        min_tso: None,
+    };
+    let mut net = Net::new(
+        sender_with(cc, App::Bulk),
+        Bandwidth::from_mbps(100.0),
+        Dur::from_ms(20),
+        None,
+    );
+    net.run_until(ms(30));
+    let times: Vec<Time> = net.sent.iter().map(|s| s.0).collect();
+    for (k, &t) in times[10..].iter().enumerate() {
+        assert_eq!(
+            t,
+            ms(2 * (k as u64 / 2) + 1),
+            "segment {k} after the initial window"
+        );
+    }
+    assert_eq!(times.len(), 10 + 30, "the same rate as single segments");
 }
 
 // ----- a congestion control enters CWR (tcp_enter_cwr) ------------------------------------
