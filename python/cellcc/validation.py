@@ -189,7 +189,10 @@ def sim_scenario(
         "metrics": {"packet_log": True},
         # The kernel's flow opens with a handshake, whose packets share the links with
         # its first data and whose RTT seeds the estimator (docs/tcp-model.md).
-        "tcp": {"handshake": True, **({"quickack_always": True} if setup.ack_every_segment else {})},
+        "tcp": {
+            "handshake": True,
+            **({"quickack_always": True} if setup.ack_every_segment else {}),
+        },
     }
 
 
