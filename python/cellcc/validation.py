@@ -336,17 +336,32 @@ def _stall_s(series: pd.DataFrame) -> float:
     return float(idle.sum()) * 0.5
 
 
+IN_FLIGHT_COLUMNS = ("unacked", "sacked", "lost", "retrans_out")
+"""``TCP_INFO`` fields of ``tcp_packets_in_flight``: ``packets_out - (sacked_out +
+lost_out) + retrans_out``."""
+
+
 def kernel_sender(tcp_info: Path) -> dict[str, float]:
     """From the sender's ``TCP_INFO`` samples (every 10 ms): ``real_rtos``, entries into
-    the Loss state (``ca_state`` 4: a retransmission timeout), and
-    ``real_unacked_max``, the most segments sent and not yet acknowledged (where the
-    send buffer binds, it holds this near 2100 with Linux's default ``tcp_wmem``)."""
-    samples = pd.read_csv(tcp_info, usecols=["ca_state", "unacked"])
+    the Loss state (``ca_state`` 4: a retransmission timeout); ``real_unacked_max``, the
+    most segments sent and not yet acknowledged (where the send buffer binds, it holds
+    this near 2100 with Linux's default ``tcp_wmem``); and ``real_inflight_max``, the
+    most in flight as the simulator counts it (``tcp_packets_in_flight``: without the
+    segments SACKed or marked lost, with their retransmissions)."""
+    samples = pd.read_csv(tcp_info)
     states = samples["ca_state"].to_numpy()
     if not len(states):
-        return {"real_rtos": 0.0, "real_unacked_max": math.nan}
+        return {"real_rtos": 0.0, "real_unacked_max": math.nan, "real_inflight_max": math.nan}
     rtos = int((states[0] == 4) + ((states[1:] == 4) & (states[:-1] != 4)).sum())
-    return {"real_rtos": float(rtos), "real_unacked_max": float(samples["unacked"].max())}
+    inflight = math.nan
+    if all(c in samples for c in IN_FLIGHT_COLUMNS):
+        flight = samples["unacked"] - samples["sacked"] - samples["lost"] + samples["retrans_out"]
+        inflight = float(flight.max())
+    return {
+        "real_rtos": float(rtos),
+        "real_unacked_max": float(samples["unacked"].max()),
+        "real_inflight_max": inflight,
+    }
 
 
 def diagnostics(real: pd.DataFrame, sim: pd.DataFrame) -> dict[str, float]:

@@ -89,7 +89,7 @@ def misses_table(rows: pd.DataFrame) -> str:
             f"| {_pct(r['qdelay_mean_diff'])} | {_pct(r['qdelay_diff_first_5s'])} "
             f"| {_pct(r['qdelay_diff_after_5s'])} | {r['real_rtos']:g} / {r['sim_rtos']:g} "
             f"| {r['real_stall_s']:g} / {r['sim_stall_s']:g} "
-            f"| {r.get('real_unacked_max', math.nan):.0f} "
+            f"| {r.get('real_inflight_max', math.nan):.0f} "
             f"/ {r.get('sim_inflight_max', math.nan):.0f} |"
         )
     return "\n".join(lines) + "\n"

@@ -350,6 +350,7 @@ DIAGNOSTIC_KEYS = (
     "real_stall_s",
     "sim_stall_s",
     "real_unacked_max",
+    "real_inflight_max",
     "sim_inflight_max",
 )
 """Per-run diagnostics (:func:`cellcc.validation.diagnostics`), medians per pair."""

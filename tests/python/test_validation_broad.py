@@ -592,10 +592,23 @@ def test_diagnostics_say_where_the_two_sides_part(tmp_path: Path) -> None:
     assert row["real_stall_s"] == 0.5 and row["sim_stall_s"] == 0.0
     info = tmp_path / "tcp_info.csv"
     states = [4, 0, 4, 4, 3, 0, 4]
+    # In flight as tcp_packets_in_flight counts it: unacked, less SACKed and lost, plus
+    # retransmitted; after an RTO marks everything lost, far below unacked.
+    rows = [(0, 4, 10, 0, 10, 1), (1, 0, 20, 2, 0, 0), (2, 4, 60, 0, 55, 5), (3, 4, 54, 0, 50, 8)]
+    rows += [(4, 3, 30, 4, 1, 1), (5, 0, 12, 0, 0, 0), (6, 4, 9, 0, 9, 0)]
+    assert [r[1] for r in rows] == states
     info.write_text(
-        "t_ns,ca_state,unacked\n" + "".join(f"{i},{s},{9 * i}\n" for i, s in enumerate(states))
+        "t_ns,ca_state,unacked,sacked,lost,retrans_out\n"
+        + "".join(",".join(map(str, r)) + "\n" for r in rows)
     )
-    assert validation.kernel_sender(info) == {"real_rtos": 3.0, "real_unacked_max": 54.0}
+    assert validation.kernel_sender(info) == {
+        "real_rtos": 3.0,
+        "real_unacked_max": 60.0,
+        "real_inflight_max": 26.0,
+    }
+    # Older logs without the loss columns keep the unacked maximum only.
+    info.write_text("t_ns,ca_state,unacked\n0,0,7\n")
+    assert math.isnan(validation.kernel_sender(info)["real_inflight_max"])
 
 
 def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
@@ -607,7 +620,8 @@ def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
     }  # fmt: skip
     missed = base | {"trace": "B", "qdelay_ok": False, "qdelay_mean_diff": -0.18,
                      "real_rtos": 2.0, "sim_rtos": 1.0, "real_stall_s": 4.5,
-                     "real_unacked_max": 2125.0, "sim_inflight_max": 2476.0}  # fmt: skip
+                     "real_unacked_max": 2125.0, "real_inflight_max": 2100.0,
+                     "sim_inflight_max": 2476.0}  # fmt: skip
     assert validation_report.misses_table(pd.DataFrame([base])) == ""
     ranges = {
         f"{side}_{m}_{end}_{u}": 1.0
@@ -624,6 +638,6 @@ def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
     text = validation_report.misses_table(pd.DataFrame([base, missed]))
     assert text.count("\n") == 3
     assert (
-        "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 | 2125 / 2476 |"
+        "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 | 2100 / 2476 |"
         in text
     )
