@@ -219,17 +219,17 @@ def simulate_aligned(
     start_s = max(0, real_syn - syn_ms(mmlog.parse(probe.packet_log))) / 1000.0
     real_first = first_data_ms(real_log)
     # The run ends where the kernel's window ends, so that the simulator's counts (RTOs,
-    # most in flight) cover what the kernel's do; it is run again for longer if its own
-    # handshake ended later than the kernel's.
+    # most in flight) cover what the kernel's do; it is run once more, for longer (at most
+    # the allowance), if its own handshake ended later than the kernel's.
     late_ms = 0
-    while True:
-        run_s = setup.duration_s + (real_first - real_syn + late_ms) / 1000.0
-        run = replace(setup, duration_s=run_s)
+    for _ in range(2):
+        extra_s = (real_first - real_syn + min(late_ms, 1000 * HANDSHAKE_ALLOWANCE_S)) / 1000.0
+        run = replace(setup, duration_s=setup.duration_s + extra_s)
         result = api.simulate(sim_scenario(scheme, down, up, run, start_s=start_s))
         assert result.packet_log is not None
         log = mmlog.parse(result.packet_log, source="simulated")
         late_ms = first_data_ms(log) - real_first
-        if late_ms <= 0 or run_s > setup.duration_s + HANDSHAKE_ALLOWANCE_S:
+        if late_ms <= 0:
             break
     sim, series = measure(log, setup.duration_s)
     return result, sim, series
@@ -304,13 +304,15 @@ def _window(log: mmlog.MmLog, duration_s: float) -> tuple[int, int]:
 
 
 def measure(log: mmlog.MmLog, duration_s: float) -> tuple[dict[str, float], pd.DataFrame]:
-    """Window metrics and a time series aligned to the flow's first packet."""
+    """Window metrics (``start_ms``: the window's first data packet) and a time series
+    aligned to the flow's first packet."""
     start, end = _window(log, duration_s)
     series = mmlog.timeseries(log, bin_ms=500, end_ms=end)
     t_ms = series["t_s"] * 1000
     series = series[(t_ms >= start) & (t_ms + 500 <= end)].copy()
     series["t_s"] -= start / 1000.0
-    return mmlog.summary(log, start_ms=start, end_ms=end), series.reset_index(drop=True)
+    summary = mmlog.summary(log, start_ms=start, end_ms=end)
+    return summary | {"start_ms": start}, series.reset_index(drop=True)
 
 
 EARLY_S = 5.0
@@ -436,16 +438,14 @@ def measure_run(
     real_log = mmlog.read(run_dir / "downlink.log")
     stats, receiver = (json.loads((run_dir / f).read_text()) for f in ("emu.json", "recv.json"))
     real, real_series = measure(real_log, setup.duration_s)
-    first_ms = first_data_ms(real_log)
     result, sim, sim_series = simulate_aligned(scheme, down, up, setup, real_log)
     series = pd.concat(
         [sim_series.assign(side="simulator"), real_series.assign(side="kernel")], ignore_index=True
     )
     write_csv_atomic(run_dir / "timeseries.csv", series)
     row = compare_row(scheme.name, trace, sim, real)
-    row["start_ms"] = first_ms
-    assert result.packet_log is not None
-    row["sim_start_ms"] = first_data_ms(mmlog.parse(result.packet_log, source="simulated"))
+    row["start_ms"] = real["start_ms"]
+    row["sim_start_ms"] = sim["start_ms"]
     row["sim_goodput_mbps"] = float(result.flows["throughput_mbps"].iloc[0])
     row["real_goodput_mbps"] = float(receiver.get("goodput_mbps", math.nan))
     row.update(diagnostics(real_series, sim_series))

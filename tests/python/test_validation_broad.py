@@ -341,6 +341,32 @@ def test_the_window_starts_at_the_first_data_packet_not_the_handshake() -> None:
         validation.syn_ms(mmlog.parse("24 + 52\n1096 + 1504\n"))
 
 
+@pytest.mark.usefixtures("native")
+def test_an_aligned_simulation_whose_handshake_ends_late_is_run_once_more(
+    tmp_path: Path,
+) -> None:
+    """A kernel log whose data follows its SYN by 4 ms, sooner than any simulated
+    handshake over 20 ms each way: the simulation is run again, longer, once, and its
+    window starts at its own first data packet."""
+    from cellcc import mmlog
+
+    trace = constant_trace(tmp_path, 12.0, seconds=2)
+    lines = ["26 + 64"] + [f"{30 + i} + 1504" for i in range(10)]
+    real_log = mmlog.parse("\n".join(lines) + "\n")
+    setup = validation.Setup(duration_s=1.0)
+    _, sim, _ = validation.simulate_aligned(
+        validation.SCHEMES["cubic"], trace, trace, setup, real_log
+    )
+    # The SYN reaches the link at 26 ms; the SYN-ACK comes back over the uplink and its
+    # 20 ms delay, and the data crosses the 20 ms downlink delay: 68 ms, after the
+    # kernel's 30.
+    assert sim["start_ms"] == 68
+    # Run again for the 38 ms its handshake took longer, the simulation covers the window
+    # to within the 20 ms its SYN leads on the link (11.77 Mbit/s of the 12.0 offered); the
+    # first run alone stopped 58 ms short (11.3).
+    assert sim["capacity_mbps"] == pytest.approx(11.767, abs=0.01)
+
+
 def test_resume_refuses_runs_made_with_another_setup(
     fake: FakeKernel, boston: Path, tmp_path: Path
 ) -> None:

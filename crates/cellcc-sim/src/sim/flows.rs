@@ -66,21 +66,30 @@ impl Simulation<'_> {
             return Ok(());
         }
         let now = self.now;
-        let f = &mut self.flows[i as usize];
-        let mut sender = TcpSender::new(i, &self.sc.sender, cc, f.app, now);
+        let mut sender = TcpSender::new(i, &self.sc.sender, cc, self.flows[i as usize].app, now);
         let receiver = TcpReceiver::new(i, &self.sc.receiver, now).with_agent(agent);
         // The handshake's window (no handshake is modelled; SYN-ACK windows are unscaled).
         sender.set_snd_wnd(receiver.initial_window());
-        if let Some(mut ctl) = control {
-            let first = ctl.start(now, &sender);
-            f.control = Some(ctl);
-            self.push_boundary(first, i);
-        }
-        let f = &mut self.flows[i as usize];
-        f.sender = Some(sender);
-        f.receiver = Some(receiver);
+        self.install_sender(i, sender, control);
+        self.flows[i as usize].receiver = Some(receiver);
         self.pump_sender(i);
         Ok(())
+    }
+
+    /// Give flow `i` its sender, and start its per-interval control, if it has one, from
+    /// the sender's state.
+    pub(super) fn install_sender(
+        &mut self,
+        i: u32,
+        sender: TcpSender,
+        control: Option<FlowControl>,
+    ) {
+        if let Some(mut ctl) = control {
+            let first = ctl.start(self.now, &sender);
+            self.flows[i as usize].control = Some(ctl);
+            self.push_boundary(first, i);
+        }
+        self.flows[i as usize].sender = Some(sender);
     }
 
     /// Let sender `i` transmit everything it may now (its handshake's segments first),

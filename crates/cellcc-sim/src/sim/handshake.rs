@@ -59,10 +59,11 @@ impl Simulation<'_> {
 
     /// When flow `i`'s connecting side next needs attention (its SYN timer).
     pub(super) fn connector_wakeup(&self, i: u32) -> Option<Time> {
-        let c = self.flows[i as usize].conn.as_ref()?;
-        (!c.connector.is_established())
-            .then(|| c.connector.next_wakeup())
-            .flatten()
+        self.flows[i as usize]
+            .conn
+            .as_ref()?
+            .connector
+            .next_wakeup()
     }
 
     /// The SYN timer of flow `i` may have expired.
@@ -87,19 +88,12 @@ impl Simulation<'_> {
                 .pending
                 .take()
                 .expect("the first SYN-ACK finds the sender's parts waiting");
-            let f = &mut self.flows[i as usize];
-            let sender = TcpSender::after_handshake(i, &self.sc.sender, cc, f.app, now, &hs);
-            if let Some(mut ctl) = control {
-                let first = ctl.start(now, &sender);
-                f.control = Some(ctl);
-                self.push_boundary(first, i);
-            }
-            self.flows[i as usize].sender = Some(sender);
-            self.send_handshake(i);
+            let app = self.flows[i as usize].app;
+            let sender = TcpSender::after_handshake(i, &self.sc.sender, cc, app, now, &hs);
+            self.install_sender(i, sender, control);
             if let Some(t) = claim(now, &mut self.flows[i as usize].sender_timer, Some(now)) {
                 self.push(t, Event::SenderTimer(i));
             }
-            return;
         }
         self.send_handshake(i);
     }

@@ -23,7 +23,7 @@
 //!    retransmissions, so it is paced when pacing is on (Linux sends it from the timer).
 
 use cellcc_congestion::{CaEvent, CaState};
-use cellcc_units::Dur;
+use cellcc_units::{Dur, Time};
 
 use super::rate::RateEstimator;
 use super::scoreboard::{Seg, EVER_RETRANS, RETRANS};
@@ -34,9 +34,16 @@ use crate::packet::DataSegment;
 const TLP_SLACK: Dur = Dur::from_ms(2);
 
 impl TcpSender {
-    /// Segments in a TSO burst now (`tcp_tso_segs`), for the pacer.
-    fn tso_burst(&self) -> u32 {
-        super::pacing::tso_segs(&self.sock, self.cc.min_tso_segs(&self.sock))
+    /// Tell the pacer a segment of `len` bytes leaves at `now`; the TSO burst size
+    /// (`tcp_tso_segs`, which asks the congestion control) is worked out only when the
+    /// segment starts a paced burst.
+    fn pace(&mut self, now: Time, len: u32) {
+        let burst = if self.pacer.starts_burst(&self.sock, now) {
+            super::pacing::tso_segs(&self.sock, self.cc.min_tso_segs(&self.sock))
+        } else {
+            0
+        };
+        self.pacer.on_send(&self.sock, now, len, burst);
     }
 
     /// Whether something could be sent if pacing allowed it.
@@ -100,7 +107,7 @@ impl TcpSender {
             self.slow_start_after_idle_check();
         }
         self.event_data_sent();
-        self.pacer.on_send(&self.sock, now, len, self.tso_burst());
+        self.pace(now, len);
         self.sock.wstamp = self.pacer.wstamp;
         let tx = self.rate.skb_sent(&mut self.sock, now);
         let prior_packets = self.sock.packets_out;
@@ -148,7 +155,7 @@ impl TcpSender {
         let now = self.sock.now;
         let len = self.seg_len(seq);
         self.event_data_sent();
-        self.pacer.on_send(&self.sock, now, len, self.tso_burst());
+        self.pace(now, len);
         self.sock.wstamp = self.pacer.wstamp;
         let tx = self.rate.skb_sent(&mut self.sock, now);
         self.sb.record_retransmit(seq, now, tx);

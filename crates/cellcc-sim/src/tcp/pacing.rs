@@ -82,9 +82,17 @@ impl Pacer {
     /// `tcp_pacing_check`: true if pacing holds the next packet back at `now`.
     /// The rest of a TSO burst is never held.
     pub(crate) fn holds(&self, sock: &Sock, now: Time) -> bool {
-        sock.pacing_status == PacingStatus::Needed
-            && self.wstamp > now
-            && !(self.burst_left > 0 && self.burst_at == now)
+        sock.pacing_status == PacingStatus::Needed && self.wstamp > now && !self.in_burst(now)
+    }
+
+    /// Whether a segment sent at `now` continues the current TSO burst.
+    fn in_burst(&self, now: Time) -> bool {
+        self.burst_left > 0 && self.burst_at == now
+    }
+
+    /// Whether a paced segment sent at `now` starts a TSO burst (and so needs its size).
+    pub(crate) fn starts_burst(&self, sock: &Sock, now: Time) -> bool {
+        sock.pacing_status != PacingStatus::None && !self.in_burst(now)
     }
 
     /// Release time of the next packet, if pacing is enforced and it is in the future.
@@ -102,8 +110,8 @@ impl Pacer {
     }
 
     /// A data segment of `len` payload bytes leaves at `now` (`__tcp_transmit_skb` then
-    /// `tcp_update_skb_after_send`); `burst` is the TSO burst size (`tcp_tso_segs`) if
-    /// this segment starts a burst.
+    /// `tcp_update_skb_after_send`); `burst` is the TSO burst size (`tcp_tso_segs`),
+    /// read only when this segment starts a burst ([`Pacer::starts_burst`]).
     pub(crate) fn on_send(&mut self, sock: &Sock, now: Time, len: u32, burst: u32) {
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
@@ -111,7 +119,7 @@ impl Pacer {
         if sock.pacing_status == PacingStatus::None {
             return;
         }
-        if self.burst_left > 0 && self.burst_at == now {
+        if self.in_burst(now) {
             self.burst_left -= 1;
         } else {
             self.burst_left = burst.saturating_sub(1);
