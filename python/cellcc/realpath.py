@@ -257,8 +257,11 @@ class EmuLink:
         ]  # fmt: skip
 
 
-def _receiver(link: EmuLink, flow: Path, summary: Path) -> list[str]:
-    recv = [str(flow), "recv", "--port", str(FLOW_PORT), "--summary", str(summary)]
+def _receiver(link: EmuLink, flow: Path, summary: Path, reads: Path) -> list[str]:
+    recv = [
+        str(flow), "recv", "--port", str(FLOW_PORT), "--summary", str(summary),
+        "--log", str(reads),
+    ]  # fmt: skip
     if not link.ack_every_segment:
         return recv
     route = (
@@ -279,6 +282,8 @@ class EmuRun:
     sender: dict[str, Any]
     receiver: dict[str, Any]
     tcp_info: Path
+    reads: Path
+    """The receiver's read log with its autotuning state (``cellcc-flow recv --log``)."""
 
 
 DRAIN_S = 2.0
@@ -300,6 +305,7 @@ def run_emulated(
         name: out / name
         for name in (
             "downlink.log", "uplink.log", "emu.json", "send.json", "recv.json", "tcp_info.csv",
+            "reads.csv",
         )
     }  # fmt: skip
     for path in files.values():
@@ -321,7 +327,7 @@ def run_emulated(
         "--uplink-log", str(files["uplink.log"]),
         "--stats", str(files["emu.json"]),
         "--server-cmd", sender,
-        "--", *_receiver(link, flow, files["recv.json"]),
+        "--", *_receiver(link, flow, files["recv.json"], files["reads.csv"]),
     ]  # fmt: skip
     _run_checked(argv, what=f"cellcc-emu ({cc})", timeout=duration_s + DRAIN_S + 60)
 
@@ -339,4 +345,5 @@ def run_emulated(
         sender=load("send.json"),
         receiver=load("recv.json"),
         tcp_info=files["tcp_info.csv"],
+        reads=files["reads.csv"],
     )

@@ -14,12 +14,18 @@
 //! emulator, whose clock is the same) can be aligned.
 //!
 //! Log formats (CSV with a header line):
-//! * receiver `--log`: `t_ns,bytes`, one line per `read` that returned data;
+//! * receiver `--log`: `t_ns,bytes,rcv_rtt_us,rcv_space,rcv_ssthresh,rcv_wnd,rcvbuf`,
+//!   one line per `read` that returned data, with the receive side's autotuning state
+//!   after the read (`tcp_info`'s `rcv_rtt`, `rcv_space`, `rcv_ssthresh`, `rcv_wnd`
+//!   (0 before Linux 6.2), and `SO_RCVBUF`, bytes);
 //! * sender `--info-log`: `t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,
 //!   delivery_rate_bps,bytes_acked,retrans,lost,ssthresh,ca_state,rto_us,backoff,
-//!   unacked,sacked,retrans_out`, one line per sample; `cwnd` in packets, rates in
-//!   bit/s (the kernel reports bytes/s), `retrans` = total retransmitted segments,
-//!   `lost` = segments currently marked lost; the rest are `tcp_info` fields as named.
+//!   unacked,sacked,retrans_out,snd_wnd,rwnd_limited_us,sndbuf_limited_us`, one line
+//!   per sample; `cwnd` in packets, rates in bit/s (the kernel reports bytes/s),
+//!   `retrans` = total retransmitted segments, `lost` = segments currently marked lost,
+//!   `snd_wnd` the peer's window in bytes, the `*_limited_us` the time so far the
+//!   receive window or the send buffer held the sender back; the rest are `tcp_info`
+//!   fields as named.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -131,7 +137,8 @@ pub struct RecvOptions {
     pub port: u16,
     /// Local address to listen on (all addresses by default).
     pub bind: IpAddr,
-    /// Write the CSV read log (`t_ns,bytes`) here.
+    /// Write the CSV read log (`t_ns,bytes,rcv_rtt_us,rcv_space,rcv_ssthresh,rcv_wnd,
+    /// rcvbuf`) here.
     pub log: Option<PathBuf>,
     /// Write the JSON summary here; stdout if `None`.
     pub summary: Option<PathBuf>,
@@ -173,7 +180,7 @@ pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
     drop(listener);
     let accepted_ns = since(start);
     if let Some(log) = log.as_mut() {
-        writeln!(log.writer, "t_ns,bytes").map_err(io_err("writing the log"))?;
+        writeln!(log.writer, "{}", RecvSample::CSV_HEADER).map_err(io_err("writing the log"))?;
     }
     let mut buf = vec![0u8; CHUNK_BYTES];
     let (mut bytes, mut reads) = (0u64, 0u64);
@@ -197,7 +204,9 @@ pub fn recv(opts: &RecvOptions) -> Result<RecvSummary, FlowError> {
         bytes += n as u64;
         reads += 1;
         if let Some(log) = log.as_mut() {
-            writeln!(log.writer, "{t},{n}").map_err(io_err("writing the log"))?;
+            let state = recv_sample(stream.as_raw_fd()).map_err(io_err("reading TCP_INFO"))?;
+            writeln!(log.writer, "{t},{n},{}", state.csv_fields())
+                .map_err(io_err("writing the log"))?;
         }
     }
     if let Some(log) = log {
@@ -277,7 +286,7 @@ pub struct SendSummary {
     pub reset: bool,
 }
 
-/// The `struct tcp_info` of `linux/tcp.h`, up to `tcpi_delivery_rate` (Linux 4.9+).
+/// The `struct tcp_info` of `linux/tcp.h`, up to `tcpi_rcv_wnd` (Linux 6.2+).
 /// The kernel fills as much as it has and reports the length it wrote.
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
@@ -325,6 +334,18 @@ struct TcpInfo {
     data_segs_in: u32,
     data_segs_out: u32,
     delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
+    snd_wnd: u32,
+    rcv_wnd: u32,
 }
 
 /// One `TCP_INFO` sample, as logged.
@@ -364,16 +385,22 @@ pub struct InfoSample {
     pub sacked: u32,
     /// `tcpi_retrans`: segments retransmitted and still outstanding.
     pub retrans_out: u32,
+    /// `tcpi_snd_wnd`: the peer's last advertised receive window, bytes.
+    pub snd_wnd: u32,
+    /// `tcpi_rwnd_limited`: time spent limited by the peer's receive window, µs.
+    pub rwnd_limited_us: u64,
+    /// `tcpi_sndbuf_limited`: time spent limited by the send buffer, µs.
+    pub sndbuf_limited_us: u64,
 }
 
 impl InfoSample {
     /// The `--info-log` header line, in field order.
-    pub const CSV_HEADER: &'static str = "t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,delivery_rate_bps,bytes_acked,retrans,lost,ssthresh,ca_state,rto_us,backoff,unacked,sacked,retrans_out";
+    pub const CSV_HEADER: &'static str = "t_ns,cwnd,srtt_us,rttvar_us,min_rtt_us,pacing_rate_bps,delivery_rate_bps,bytes_acked,retrans,lost,ssthresh,ca_state,rto_us,backoff,unacked,sacked,retrans_out,snd_wnd,rwnd_limited_us,sndbuf_limited_us";
 
     /// The sample as one `--info-log` line (no newline), in [`InfoSample::CSV_HEADER`] order.
     pub fn csv_row(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.t_ns,
             self.cwnd,
             self.srtt_us,
@@ -390,12 +417,69 @@ impl InfoSample {
             self.backoff,
             self.unacked,
             self.sacked,
-            self.retrans_out
+            self.retrans_out,
+            self.snd_wnd,
+            self.rwnd_limited_us,
+            self.sndbuf_limited_us
         )
     }
 }
 
-fn tcp_info(fd: RawFd, t_ns: u64) -> io::Result<InfoSample> {
+/// The receive side's autotuning state after a read (a `--log` line's last fields).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecvSample {
+    /// `tcpi_rcv_rtt`: the receiver's RTT estimate that paces DRS, µs.
+    pub rcv_rtt_us: u32,
+    /// `tcpi_rcv_space`: `rcvq_space.space`, the bytes of the largest round trip seen.
+    pub rcv_space: u32,
+    /// `tcpi_rcv_ssthresh`: the window's growth limit, bytes.
+    pub rcv_ssthresh: u32,
+    /// `tcpi_rcv_wnd`: the window last advertised, bytes (0 before Linux 6.2).
+    pub rcv_wnd: u32,
+    /// `SO_RCVBUF`: `sk_rcvbuf`, the receive buffer DRS sizes, bytes.
+    pub rcvbuf: u32,
+}
+
+impl RecvSample {
+    /// The receiver `--log` header line.
+    pub const CSV_HEADER: &'static str =
+        "t_ns,bytes,rcv_rtt_us,rcv_space,rcv_ssthresh,rcv_wnd,rcvbuf";
+
+    fn csv_fields(&self) -> String {
+        format!(
+            "{},{},{},{},{}",
+            self.rcv_rtt_us, self.rcv_space, self.rcv_ssthresh, self.rcv_wnd, self.rcvbuf
+        )
+    }
+}
+
+fn recv_sample(fd: RawFd) -> io::Result<RecvSample> {
+    let info = raw_tcp_info(fd)?;
+    let mut rcvbuf: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `rcvbuf` is valid for `len` writable bytes.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut rcvbuf as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(RecvSample {
+        rcv_rtt_us: info.rcv_rtt,
+        rcv_space: info.rcv_space,
+        rcv_ssthresh: info.rcv_ssthresh,
+        rcv_wnd: info.rcv_wnd,
+        rcvbuf: rcvbuf.max(0) as u32,
+    })
+}
+
+fn raw_tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
     let mut info = TcpInfo::default();
     let mut len = std::mem::size_of::<TcpInfo>() as libc::socklen_t;
     // SAFETY: `info` is valid for `len` writable bytes; the kernel writes at most `len`.
@@ -411,7 +495,12 @@ fn tcp_info(fd: RawFd, t_ns: u64) -> io::Result<InfoSample> {
     if ret < 0 {
         return Err(io::Error::last_os_error());
     }
-    // A field beyond what the kernel wrote stays 0 (kernels older than 4.9).
+    // A field beyond what the kernel wrote stays 0 (older kernels).
+    Ok(info)
+}
+
+fn tcp_info(fd: RawFd, t_ns: u64) -> io::Result<InfoSample> {
+    let info = raw_tcp_info(fd)?;
     Ok(InfoSample {
         t_ns,
         cwnd: info.snd_cwnd,
@@ -430,6 +519,9 @@ fn tcp_info(fd: RawFd, t_ns: u64) -> io::Result<InfoSample> {
         unacked: info.unacked,
         sacked: info.sacked,
         retrans_out: info.retrans,
+        snd_wnd: info.snd_wnd,
+        rwnd_limited_us: info.rwnd_limited,
+        sndbuf_limited_us: info.sndbuf_limited,
     })
 }
 

@@ -21,7 +21,8 @@ fn send_options(to: SocketAddr, cc: &str, duration_ms: u64) -> SendOptions {
 fn tcp_info_layout_matches_linux() {
     // Offsets from linux/tcp.h: tcpi_rtt at 68, tcpi_snd_cwnd at 80,
     // tcpi_total_retrans at 100, tcpi_pacing_rate at 104, tcpi_bytes_acked at 120,
-    // tcpi_min_rtt at 148, tcpi_delivery_rate at 160.
+    // tcpi_min_rtt at 148, tcpi_delivery_rate at 160, tcpi_rwnd_limited at 176,
+    // tcpi_sndbuf_limited at 184, tcpi_snd_wnd at 228, tcpi_rcv_wnd at 232.
     assert_eq!(std::mem::offset_of!(TcpInfo, rtt), 68);
     assert_eq!(std::mem::offset_of!(TcpInfo, snd_cwnd), 80);
     assert_eq!(std::mem::offset_of!(TcpInfo, total_retrans), 100);
@@ -29,6 +30,10 @@ fn tcp_info_layout_matches_linux() {
     assert_eq!(std::mem::offset_of!(TcpInfo, bytes_acked), 120);
     assert_eq!(std::mem::offset_of!(TcpInfo, min_rtt), 148);
     assert_eq!(std::mem::offset_of!(TcpInfo, delivery_rate), 160);
+    assert_eq!(std::mem::offset_of!(TcpInfo, rwnd_limited), 176);
+    assert_eq!(std::mem::offset_of!(TcpInfo, sndbuf_limited), 184);
+    assert_eq!(std::mem::offset_of!(TcpInfo, snd_wnd), 228);
+    assert_eq!(std::mem::offset_of!(TcpInfo, rcv_wnd), 232);
 }
 
 #[test]
@@ -206,5 +211,19 @@ fn loopback_transfer_reports_bytes_and_samples() {
         .map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap())
         .sum();
     assert_eq!(logged, got.bytes);
+    // The receive side's state: a measured RTT, a window and a buffer that autotuning
+    // grew past the default 128 KiB for a transfer of this size.
+    assert_eq!(log.lines().next(), Some(RecvSample::CSV_HEADER));
+    let last: Vec<u64> = log
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert_eq!(last.len(), 7);
+    let (rcv_space, rcv_wnd, rcvbuf) = (last[3], last[5], last[6]);
+    assert!(rcv_space > 0 && rcv_wnd > 0, "{last:?}");
+    assert!(rcvbuf > 131_072, "{last:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

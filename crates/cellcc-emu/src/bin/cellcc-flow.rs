@@ -28,7 +28,8 @@ enum Cmd {
         port: u16,
         #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
         bind: IpAddr,
-        /// CSV of every read: t_ns,bytes.
+        /// CSV of every read: t_ns,bytes and the receive window's autotuning state
+        /// (rcv_rtt_us,rcv_space,rcv_ssthresh,rcv_wnd,rcvbuf).
         #[arg(long, value_name = "FILE")]
         log: Option<PathBuf>,
         /// JSON summary (bytes, duration, goodput); stdout if absent.

@@ -233,6 +233,7 @@ impl TcpReceiver {
             // immediate anyway).
             self.ooo_truesize += seg.len as u64 + RX_SKB_OVERHEAD;
             self.win.grow(seg.len, self.ooo_truesize);
+            self.win.grow_for_ooo(self.ooo_span());
             self.ack_pending = true;
             let ack = self.send_ack(now, None);
             return RecvOutcome {
@@ -473,6 +474,18 @@ impl TcpReceiver {
     }
 
     /// Queue an out-of-order segment (not held yet) and make its block the most recent.
+    /// Bytes from `rcv_nxt` to the end of the out-of-order queue (Linux's
+    /// `ooo_last_skb->end_seq − rcv_nxt`): the queued bytes, and the holes as full
+    /// segments (the model counts sequence in segments).
+    fn ooo_span(&self) -> u64 {
+        let Some(last) = self.ooo.last() else {
+            return 0;
+        };
+        let queued: u64 = self.ooo.iter().map(|r| r.bytes).sum();
+        let queued_segs: u64 = self.ooo.iter().map(|r| r.end - r.start).sum();
+        queued + (last.end - self.rcv_nxt - queued_segs) * self.rcv_mss as u64
+    }
+
     fn insert_ooo(&mut self, seq: u64, len: u32) {
         let len = len as u64;
         let i = self.ooo.partition_point(|r| r.end < seq);

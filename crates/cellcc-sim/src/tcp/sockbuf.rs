@@ -230,7 +230,8 @@ impl RcvWindow {
     }
 
     /// `tcp_rcv_space_adjust` (dynamic right-sizing) after the reader copied everything
-    /// up to `copied_seq` (bytes) at `now_us`.
+    /// up to `copied_seq` (bytes) at `now_us`. The model's reader leaves nothing in the
+    /// receive queue, so Linux's `copied -= inq` subtracts 0.
     pub(crate) fn space_adjust(&mut self, copied_seq: u64, now_us: u64) {
         let time = now_us.saturating_sub(self.space_time_us);
         if self.rtt_us8 == 0 || time < self.rtt_us8 >> 3 {
@@ -238,22 +239,41 @@ impl RcvWindow {
         }
         let copied = copied_seq - self.space_seq;
         if copied > self.space {
-            if self.autotune {
-                // Twice a round trip's data (losses) plus a cushion, grown by the rate
-                // increase (the ACK now sent is for the next round trip).
-                let mut rcvwin = (copied << 1) + 16 * self.advmss;
-                let grow = rcvwin * (copied - self.space) / self.space;
-                rcvwin += grow << 1;
-                let rcvbuf = self.space_from_win(rcvwin).min(self.rmem_max);
-                if rcvbuf > self.rcvbuf {
-                    self.rcvbuf = rcvbuf;
-                    self.window_clamp = self.win_from_space(rcvbuf);
-                }
-            }
-            self.space = copied;
+            self.rcvbuf_grow(copied, 0);
         }
         self.space_seq = copied_seq;
         self.space_time_us = now_us;
+    }
+
+    /// `tcp_rcvbuf_grow` (Linux 6.18): `rcvq_space.space` becomes `newval`, and with
+    /// autotuning the buffer grows to hold `rcvwin` = twice `newval` (DRS is a round trip
+    /// late), grown by twice the rate increase (`2·rcvwin·(newval − old)/old`, a sender
+    /// in slow start doubles), plus `ooo_span`, the bytes from `rcv_nxt` to the end of
+    /// the out-of-order queue. Called by DRS with the bytes copied in the last round trip
+    /// and, with `newval` = the current space, for every segment queued out of order
+    /// ([`RcvWindow::grow_for_ooo`]).
+    pub(crate) fn rcvbuf_grow(&mut self, newval: u64, ooo_span: u64) {
+        let old = self.space;
+        self.space = newval;
+        if !self.autotune {
+            return;
+        }
+        let mut rcvwin = newval << 1;
+        if old > 0 {
+            rcvwin += (rcvwin * newval.saturating_sub(old) / old) << 1;
+        }
+        rcvwin += ooo_span;
+        let rcvbuf = self.space_from_win(rcvwin).min(self.rmem_max);
+        if rcvbuf > self.rcvbuf {
+            self.rcvbuf = rcvbuf;
+            self.window_clamp = self.win_from_space(rcvbuf);
+        }
+    }
+
+    /// `tcp_data_queue_ofo`'s `tcp_rcvbuf_grow(sk, rcvq_space.space)`: room for twice
+    /// the last round trip's data plus `ooo_span` bytes up to the queue's end.
+    pub(crate) fn grow_for_ooo(&mut self, ooo_span: u64) {
+        self.rcvbuf_grow(self.space, ooo_span);
     }
 
     /// `__tcp_select_window`: the window the receiver would offer now.
@@ -340,14 +360,14 @@ mod tests {
         // First round trip: 10 segments copied, no more than `space`: no growth.
         w.space_adjust(14_480, 20_000);
         assert_eq!(w.rcvbuf, 131_072);
-        // Second: 20 segments. rcvwin = 2·28960 + 16·1448 = 81088, grown by
-        // 2·81088·(28960 − 14480)/14480 to 243264; rcvbuf = 243264·256/160.
+        // Second: 20 segments. rcvwin = 2·28960 = 57920, grown by 2·57920·(28960 −
+        // 14480)/14480 to 173760; rcvbuf = 173760·256/160.
         w.space_adjust(14_480 + 28_960, 40_000);
-        assert_eq!(w.rcvbuf, 389_222);
-        assert_eq!(w.window_clamp, 389_222 * 160 / 256);
+        assert_eq!(w.rcvbuf, 278_016);
+        assert_eq!(w.window_clamp, 173_760);
         // Less than an RTT later: no measurement.
         w.space_adjust(14_480 + 28_960 + 100_000, 45_000);
-        assert_eq!(w.rcvbuf, 389_222);
+        assert_eq!(w.rcvbuf, 278_016);
         // Autotuning off: the buffer stays.
         let mut off = RcvWindow::new(131_072, 33_554_432, false, 1448, 0);
         off.measure_ratio(1448);
@@ -355,6 +375,35 @@ mod tests {
         off.space_adjust(14_480, 20_000);
         off.space_adjust(14_480 + 28_960, 40_000);
         assert_eq!(off.rcvbuf, 131_072);
+    }
+
+    #[test]
+    fn drs_matches_the_window_a_linux_6_18_receiver_advertised() {
+        // Measured (validation, Reno on ATT-LTE-driving-2016): after its second DRS
+        // round the receiver's window stopped at 135168 bytes (132 KiB units), which
+        // 11 then 19 segments a round trip give: rcvwin = 55024 + 2·55024·11584/15928.
+        let mut w = linux_default();
+        w.measure_ratio(1448);
+        w.rtt_measure_ts(100, 142, 1000, true);
+        w.space_adjust(11 * 1448, 42_000);
+        assert_eq!(w.space, 15_928);
+        w.space_adjust(30 * 1448, 84_000);
+        assert_eq!(w.window_clamp, 135_057);
+        while w.grow(1448, 0) {}
+        assert_eq!(w.advertise(0, 0, 1448), 135_168);
+    }
+
+    #[test]
+    fn an_out_of_order_queue_grows_the_buffer_by_its_span() {
+        let mut w = linux_default();
+        w.measure_ratio(1448);
+        // tcp_data_queue_ofo: rcvwin = 2·space (no rate increase) + the span.
+        w.grow_for_ooo(200 * 1448);
+        assert_eq!(w.window_clamp, 2 * 14_480 + 200 * 1448);
+        assert_eq!(w.space, 14_480);
+        // A shorter span later never shrinks it.
+        w.grow_for_ooo(1448);
+        assert_eq!(w.window_clamp, 2 * 14_480 + 200 * 1448);
     }
 
     #[test]
