@@ -209,8 +209,17 @@ impl TcpReceiver {
             self.ts_recent = Some(seg.tsval);
         }
         let ts_us = self.cfg.ts_granularity.as_ns() / 1000;
-        self.win
-            .rtt_measure_ts(seg.tsecr, self.ts_now(now), ts_us, seg.len >= self.rcv_mss);
+        // The reader runs after the segments arriving at one instant are processed (a
+        // link delivers a millisecond's packets together): in-order data that arrived
+        // at this instant is still unread.
+        let unread = self.lrcvtime == now && self.delivered > 0;
+        self.win.rtt_measure_ts(
+            seg.tsecr,
+            self.ts_now(now),
+            ts_us,
+            seg.len >= self.rcv_mss,
+            unread,
+        );
 
         if seg.seq < self.rcv_nxt || self.ooo_range(seg.seq).is_some() {
             // A retransmission of data we hold: D-SACK it at once, back to quick ACKs.

@@ -207,7 +207,16 @@ impl RcvWindow {
     }
 
     /// `tcp_rcv_rtt_measure_ts`: one sample per new TSecr on a full-sized segment.
-    pub(crate) fn rtt_measure_ts(&mut self, tsecr: u32, ts_now: u32, ts_us: u64, full: bool) {
+    /// `unread`: in-order data the reader has not copied yet is queued (`rcv_nxt !=
+    /// copied_seq`), in which case a higher sample is not taken (`tcp_rcv_rtt_update`).
+    pub(crate) fn rtt_measure_ts(
+        &mut self,
+        tsecr: u32,
+        ts_now: u32,
+        ts_us: u64,
+        full: bool,
+        unread: bool,
+    ) {
         if tsecr == 0 || self.last_tsecr == Some(tsecr) {
             return;
         }
@@ -220,13 +229,14 @@ impl RcvWindow {
             return;
         }
         let sample = delta as u64 * ts_us;
-        // tcp_rcv_rtt_update: a lower sample replaces, a higher one is averaged in (1/8).
+        // tcp_rcv_rtt_update: a lower sample replaces, a higher one is averaged in (1/8)
+        // unless the receive queue holds unread data.
         let m = sample << 3;
-        self.rtt_us8 = if self.rtt_us8 == 0 || m < self.rtt_us8 {
-            m
-        } else {
-            self.rtt_us8 - (self.rtt_us8 >> 3) + sample
-        };
+        if self.rtt_us8 == 0 || m < self.rtt_us8 {
+            self.rtt_us8 = m;
+        } else if !unread {
+            self.rtt_us8 = self.rtt_us8 - (self.rtt_us8 >> 3) + sample;
+        }
     }
 
     /// `tcp_rcv_space_adjust` (dynamic right-sizing) after the reader copied everything
@@ -355,7 +365,7 @@ mod tests {
     fn drs_grows_the_buffer_once_a_round_trip_doubles() {
         let mut w = linux_default();
         w.measure_ratio(1448);
-        w.rtt_measure_ts(100, 120, 1000, true); // 20 ms
+        w.rtt_measure_ts(100, 120, 1000, true, false); // 20 ms
         assert_eq!(w.rtt_us8, 20_000 << 3);
         // First round trip: 10 segments copied, no more than `space`: no growth.
         w.space_adjust(14_480, 20_000);
@@ -371,7 +381,7 @@ mod tests {
         // Autotuning off: the buffer stays.
         let mut off = RcvWindow::new(131_072, 33_554_432, false, 1448, 0);
         off.measure_ratio(1448);
-        off.rtt_measure_ts(100, 120, 1000, true);
+        off.rtt_measure_ts(100, 120, 1000, true, false);
         off.space_adjust(14_480, 20_000);
         off.space_adjust(14_480 + 28_960, 40_000);
         assert_eq!(off.rcvbuf, 131_072);
@@ -384,13 +394,31 @@ mod tests {
         // 11 then 19 segments a round trip give: rcvwin = 55024 + 2·55024·11584/15928.
         let mut w = linux_default();
         w.measure_ratio(1448);
-        w.rtt_measure_ts(100, 142, 1000, true);
+        w.rtt_measure_ts(100, 142, 1000, true, false);
         w.space_adjust(11 * 1448, 42_000);
         assert_eq!(w.space, 15_928);
         w.space_adjust(30 * 1448, 84_000);
         assert_eq!(w.window_clamp, 135_057);
         while w.grow(1448, 0) {}
         assert_eq!(w.advertise(0, 0, 1448), 135_168);
+    }
+
+    #[test]
+    fn a_higher_rtt_sample_waits_for_the_reader_a_lower_one_does_not() {
+        let mut w = linux_default();
+        w.rtt_measure_ts(100, 140, 1000, true, false);
+        assert_eq!(w.rtt_us8 >> 3, 40_000);
+        // 80 ms with unread data queued (a segment of the same instant before it): kept
+        // out, as Linux does since 6.16, so that a standing queue does not inflate the
+        // estimate DRS waits on.
+        w.rtt_measure_ts(200, 280, 1000, true, true);
+        assert_eq!(w.rtt_us8 >> 3, 40_000);
+        // The same with the queue read: averaged in with gain 1/8.
+        w.rtt_measure_ts(300, 380, 1000, true, false);
+        assert_eq!(w.rtt_us8, 8 * 40_000 - 40_000 + 80_000);
+        // A lower sample replaces the estimate either way.
+        w.rtt_measure_ts(400, 430, 1000, true, true);
+        assert_eq!(w.rtt_us8 >> 3, 30_000);
     }
 
     #[test]
