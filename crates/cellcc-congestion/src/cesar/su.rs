@@ -17,24 +17,51 @@
 //! near-0 gaps  Z = gaps < 1 ms (inside a set);   set gaps M = the others
 //! peak         the 1.5 ms window (three bins, gaps >= 2 ms) holding most set gaps
 //! line         a 1.5 ms window that is a local maximum holding >= 8 gaps
-//! explains(s)  >= 8 gaps within 0.5 ms of s itself, and
-//!              >= 75 % of the set gaps within 0.5 ms of a multiple of s
+//! grid(s)      the set gaps within 0.5 ms of a multiple k·s (k >= 1)
+//! explains(s)  >= 75 % of the set gaps on grid(s), and for every m >= 2, >= 8 of them
+//!              at k·s with k not a multiple of m (gaps the coarser grid of m·s cannot
+//!              hold; >= 8 gaps within 0.5 ms of s itself count against every m)
 //! candidate    mean gap in the smallest line holding >= 10 % of the set gaps whose
 //!              multiple the peak is, else the mean gap in the peak
-//! SU           the candidate if it explains the set gaps, else the mean gap in the
+//! S            the candidate if it explains the set gaps, else the mean gap in the
 //!              largest smaller line whose multiple the peak is and which explains
 //!              them (however few of the set gaps it holds), else the candidate
+//! SU           S halved (S/2, then S/4, ...) while the current SU explains the set
+//!              gaps and its half is >= 2 ms, explains them, and has >= 8 and >= 10 %
+//!              of the set gaps on its odd multiples (1, 3, 5, ...·SU/2)
 //! pattern iff  explains(SU), and
 //!              "multiple lines": Z >= 10 % of all gaps (bursts), or a second
 //!              multiple (2·SU, 3·SU, ...) holding >= 10 % of the set gaps
 //! ```
-//! The second step finds the fundamental when grants are skipped so often that its own
-//! line is weak (LTE, SR 5 ms, a few Mbit/s: 13 gaps at 5 ms, 96 at 10 ms, 42 at 15 ms
-//! out of 151 set gaps): the 10 ms candidate leaves the 15 ms gaps off its lines and
-//! fails the 75 % test, the 5 ms line puts every set gap on a multiple. It replaces
-//! only a candidate that fails, and only with a line that passes; the largest such line
-//! is taken because a finer grid fits more gaps by chance. The pattern test is the same
-//! for either SU.
+//! The fallback from the candidate finds the fundamental when grants are skipped so
+//! often that its own line is weak (LTE, SR 5 ms, a few Mbit/s: 13 gaps at 5 ms, 96 at
+//! 10 ms, 42 at 15 ms out of 151 set gaps): the 10 ms candidate leaves the 15 ms gaps off
+//! its lines and fails the 75 % test, the 5 ms line puts every set gap on a multiple. It
+//! replaces only a candidate that fails, and only with a line that passes; the largest
+//! such line is taken because a finer grid fits more gaps by chance.
+//!
+//! Halving finds the fundamental when a grid twice as coarse explains the set gaps too
+//! (LTE, SR 5 ms, TMobile-LTE-short.down: 7 gaps at 5 ms, 39 at 10 ms, 3 at 15 ms out
+//! of 49 set gaps). No line is at 5 ms (7 < 8), and the 10 ms candidate explains the
+//! set gaps (79.6 % on its multiples), yet 10 of them lie on odd multiples of 5 ms,
+//! where a 10 ms scheduling unit cannot put a gap; with 5 ms every set gap is on the
+//! grid and grants are often skipped. Gaps on odd multiples of SU/2 are off the grid of
+//! SU: evidence for SU/2 that SU cannot produce. As many as a frequent line holds (the
+//! candidate's bar: >= 8 and >= 10 % of the set gaps) make SU/2 the SU; fewer are stray
+//! gaps (a 10 ms pattern with a few gaps at 5 or 15 ms keeps 10 ms). Every multiple of
+//! SU is an even multiple of SU/2, so SU/2 holds more set gaps on its grid than SU by
+//! exactly those gaps. Only halves are tried: a skipped grant doubles a gap, and a
+//! finer fraction SU/m, its 1 ms wide lines every SU/m, holds a larger share of random
+//! gaps. Halving refines an SU that explains the set gaps; it does not replace one that
+//! does not (with 7 gaps at 5 ms, 96 at 10 ms and 42 at 15 ms, no line explains the set
+//! gaps and the decision finds no pattern).
+//!
+//! `explains` asks for a line's worth of evidence that s is not too fine, i.e. that no
+//! coarser grid m·s holds all but a few of the gaps on s's grid. A line at s itself is
+//! such evidence against every m; gaps on odd multiples of s are the evidence against
+//! 2·s, so a halved SU whose own line is weak explains the set gaps. The pattern test is
+//! the same for every SU.
+//!
 //! Evenly spaced ACKs give one line (all near 0, or all at the spacing) and random gaps
 //! fail the 75 % test, so both select BBR. A decision waits for 32 set gaps (up to
 //! 16 × `decision_gaps` gaps in all), so large bursts at high rates do not starve it.
@@ -68,6 +95,8 @@ const MIN_LINE: u32 = 8;
 const NEAR_ZERO_BINS: usize = 2;
 /// Lowest bin an SU window may include (gaps >= 2 ms; the module's smallest SU is 2.5).
 const FIRST_SU_BIN: usize = 4;
+/// Smallest SU halving gives (2 ms, the shortest gap an SU window covers).
+const MIN_HALVED_SU: Dur = Dur::from_ns(BIN.as_ns() * FIRST_SU_BIN as u64);
 /// A gap is on a line if within this of a multiple of the SU (one bin width).
 const LINE_TOLERANCE: Dur = BIN;
 /// Share of set gaps that must lie on the SU's lines.
@@ -255,11 +284,16 @@ impl SuEstimator {
         on_line
     }
 
-    /// Whether the SU whose lines are `on_line` explains the set gaps: a line at SU
-    /// itself, and most set gaps on its multiples.
+    /// Whether the SU whose lines are `on_line` explains the set gaps: most set gaps on
+    /// its multiples, and no coarser grid of its multiples (m·SU, m >= 2) accounts for
+    /// all but a few of them: for every m, a line's worth lies on multiples k·SU with k
+    /// not a multiple of m. A line at SU itself is such evidence against every m; the
+    /// odd multiples of SU are the evidence against 2·SU.
     fn explains(on_line: &[u32; BINS + 1], set_gaps: u32) -> bool {
         let on: u32 = on_line.iter().sum();
-        on_line[1] >= MIN_LINE && pct(on, set_gaps) >= ON_LINE_MIN_PERCENT
+        let off_grid =
+            |m: usize| -> u32 { (1..=BINS).filter(|k| k % m != 0).map(|k| on_line[k]).sum() };
+        pct(on, set_gaps) >= ON_LINE_MIN_PERCENT && (2..=BINS).all(|m| off_grid(m) >= MIN_LINE)
     }
 
     /// The SU for the peak in window `peak` (module header). The candidate is the
@@ -276,8 +310,8 @@ impl SuEstimator {
     /// 3·SU gaps off its lines and does not explain the set gaps. A smaller line (>= 8
     /// gaps, a local maximum, the peak on one of its multiples) that does explain them
     /// is the SU then: the largest such line, the coarsest grid that fits. A candidate
-    /// that explains the set gaps is kept, so this never changes a pattern found
-    /// without it.
+    /// that explains the set gaps is kept by this step. Either SU is then halved while
+    /// the set gaps show the half is the SU (`halve`).
     fn fundamental(&self, peak: usize, set_gaps: u32) -> Dur {
         let peak_mean = self.window_mean(peak).unwrap_or(Dur::ZERO);
         // Lines below the peak whose multiple (>= 2) the peak is, and whether each is
@@ -298,16 +332,45 @@ impl SuEstimator {
             .clone()
             .find(|&(_, frequent)| frequent)
             .map_or(peak_mean, |(su, _)| su);
-        if candidate.is_zero() || Self::explains(&self.on_lines(candidate), set_gaps) {
+        if candidate.is_zero() {
             return candidate;
         }
-        // The largest line below the candidate first: the coarsest grid that fits.
-        lines
-            .rev()
-            .map(|(su, _)| su)
-            .filter(|&su| su < candidate)
-            .find(|&su| Self::explains(&self.on_lines(su), set_gaps))
-            .unwrap_or(candidate)
+        let su = if Self::explains(&self.on_lines(candidate), set_gaps) {
+            candidate
+        } else {
+            // The largest line below the candidate first: the coarsest grid that fits.
+            lines
+                .rev()
+                .map(|(su, _)| su)
+                .filter(|&su| su < candidate)
+                .find(|&su| Self::explains(&self.on_lines(su), set_gaps))
+                .unwrap_or(candidate)
+        };
+        self.halve(su, set_gaps)
+    }
+
+    /// `su` halved while the set gaps show that its half is the SU (module header): the
+    /// current SU explains the set gaps, and SU/2 (>= 2 ms) explains them too with a
+    /// frequent line's worth of them (>= 8 and >= 10 %) on its odd multiples, where a
+    /// grid of SU cannot put a gap. Every multiple of SU is an even multiple of SU/2, so
+    /// SU/2 holds more set gaps on its lines than SU by exactly those. SU's own line can
+    /// be weak: grants skipped often leave few gaps of one SU and many of two. An SU that
+    /// does not explain the set gaps is returned as it is (no pattern).
+    fn halve(&self, mut su: Dur, set_gaps: u32) -> Dur {
+        while Self::explains(&self.on_lines(su), set_gaps) {
+            let half = Dur::from_ns(su.as_ns() / 2);
+            if half < MIN_HALVED_SU {
+                break;
+            }
+            let fine = self.on_lines(half);
+            let odd: u32 = fine.iter().skip(1).step_by(2).sum();
+            let frequent = odd >= MIN_LINE && pct(odd, set_gaps) >= SECOND_LINE_MIN_PERCENT;
+            if !frequent || !Self::explains(&fine, set_gaps) {
+                break;
+            }
+            su = half;
+        }
+        su
     }
 
     /// The reference module's decision.
@@ -450,6 +513,70 @@ mod tests {
         let mut gaps = vec![100u64; 105];
         gaps.extend([5000; 7].iter().chain(&[10_000; 96]).chain(&[15_000; 42]));
         assert_eq!(decide(Rule::Paper, gaps), Some(Decision::NoPattern));
+    }
+
+    #[test]
+    fn paper_rule_halves_an_su_when_odd_multiples_of_the_half_hold_a_line() {
+        // LTE SR 5 ms on TMobile-LTE-short.down (one decision of the simulator): 201
+        // gaps near 0, 7 at 5 ms, 39 at 10 ms, 3 at 15 ms. The 5 ms line holds 7 < 8,
+        // so the candidate is the 10 ms peak, and it explains the set gaps (a line of 39
+        // at 10 ms, 39 of 49 = 79.6 % on its multiples). But 10 set gaps, at 5 and
+        // 15 ms, lie on odd multiples of 5 ms, where a 10 ms grid cannot put them: a
+        // frequent line's worth (>= 8, 20 % >= 10 %). 5 ms puts all 49 on its grid and
+        // explains them (10 >= 8 against 10 ms, 46 >= 8 against 15 ms): SU 5 ms.
+        let mut gaps = vec![100u64; 201];
+        gaps.extend([5000; 7].iter().chain(&[10_000; 39]).chain(&[15_000; 3]));
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(5000))));
+        // Halving repeats: 145 near 0, 6 at 2.5 ms, 8 at 5 ms (a line, but 7.6 % of the
+        // 105 set gaps: not frequent), 6 at 7.5 ms, 80 at 10 ms, 2 at 12.5 ms, 3 at
+        // 15 ms. The 10 ms candidate explains them (76 %); 11 on odd multiples of 5 ms
+        // (10.5 %) make it 5 ms, then 14 on odd multiples of 2.5 ms (13 %) 2.5 ms.
+        let mut gaps = vec![100u64; 145];
+        gaps.extend(
+            [2500; 6]
+                .iter()
+                .chain(&[5000; 8])
+                .chain(&[7500; 6])
+                .chain(&[10_000; 80])
+                .chain(&[12_500; 2])
+                .chain(&[15_000; 3]),
+        );
+        assert_eq!(decide(Rule::Paper, gaps), Some(Decision::Pattern(us(2500))));
+    }
+
+    #[test]
+    fn paper_rule_keeps_an_su_with_a_few_stray_gaps_on_odd_multiples_of_the_half() {
+        // A clean 10 ms pattern with stray gaps: 150 near 0, 93 at 10 ms, 4 at 5 ms and
+        // 3 at 15 ms. 7 set gaps on odd multiples of 5 ms are under a line's worth (8):
+        // SU 10 ms.
+        let mut gaps = vec![100u64; 150];
+        gaps.extend([5000; 4].iter().chain(&[10_000; 93]).chain(&[15_000; 3]));
+        assert_eq!(
+            decide(Rule::Paper, gaps),
+            Some(Decision::Pattern(us(10_000)))
+        );
+        // 10 of them (5 at 5 ms, 5 at 15 ms) among 120 set gaps: 8.3 %, under the 10 %
+        // of a frequent line: still 10 ms.
+        let mut gaps = vec![100u64; 130];
+        gaps.extend([5000; 5].iter().chain(&[10_000; 110]).chain(&[15_000; 5]));
+        assert_eq!(
+            decide(Rule::Paper, gaps),
+            Some(Decision::Pattern(us(10_000)))
+        );
+        // Strays off every grid do not count: 150 near 0, 90 at 10 ms, 3 at 5 ms, 3 at
+        // 15 ms and 4 at 3.2 and 12.7 ms: 6 on odd multiples of 5 ms, SU 10 ms.
+        let mut gaps = vec![100u64; 150];
+        gaps.extend(
+            [5000; 3]
+                .iter()
+                .chain(&[10_000; 90])
+                .chain(&[15_000; 3])
+                .chain(&[3200, 3200, 12_700, 12_700]),
+        );
+        assert_eq!(
+            decide(Rule::Paper, gaps),
+            Some(Decision::Pattern(us(10_000)))
+        );
     }
 
     #[test]
