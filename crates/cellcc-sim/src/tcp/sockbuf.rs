@@ -269,8 +269,8 @@ impl RcvWindow {
             return;
         }
         let mut rcvwin = newval << 1;
-        if old > 0 {
-            rcvwin += (rcvwin * newval.saturating_sub(old) / old) << 1;
+        if let Some(grow) = (rcvwin * newval.saturating_sub(old)).checked_div(old) {
+            rcvwin += grow << 1;
         }
         rcvwin += ooo_span;
         let rcvbuf = self.space_from_win(rcvwin).min(self.rmem_max);
