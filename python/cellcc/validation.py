@@ -349,21 +349,30 @@ def kernel_sender(tcp_info: Path) -> dict[str, float]:
     most segments sent and not yet acknowledged (where the send buffer binds, it holds
     this near 2100 with Linux's default ``tcp_wmem``); and ``real_inflight_max``, the
     most in flight as the simulator counts it (``tcp_packets_in_flight``: without the
-    segments SACKed or marked lost, with their retransmissions)."""
+    segments SACKed or marked lost, with their retransmissions); and, where the log has
+    them, ``real_rwnd_limited_s`` and ``real_sndbuf_limited_s``, the seconds the peer's
+    receive window or the send buffer held the sender back (``tcpi_rwnd_limited``,
+    ``tcpi_sndbuf_limited`` at the last sample), the simulator's ``rwnd_limited_s`` and
+    ``sndbuf_limited_s``."""
     samples = pd.read_csv(tcp_info)
     states = samples["ca_state"].to_numpy()
+    row = {"real_rtos": 0.0, "real_unacked_max": math.nan, "real_inflight_max": math.nan}
     if not len(states):
-        return {"real_rtos": 0.0, "real_unacked_max": math.nan, "real_inflight_max": math.nan}
-    rtos = int((states[0] == 4) + ((states[1:] == 4) & (states[:-1] != 4)).sum())
-    inflight = math.nan
+        return row
+    row["real_rtos"] = float((states[0] == 4) + ((states[1:] == 4) & (states[:-1] != 4)).sum())
+    row["real_unacked_max"] = float(samples["unacked"].max())
     if all(c in samples for c in IN_FLIGHT_COLUMNS):
         flight = samples["unacked"] - samples["sacked"] - samples["lost"] + samples["retrans_out"]
-        inflight = float(flight.max())
-    return {
-        "real_rtos": float(rtos),
-        "real_unacked_max": float(samples["unacked"].max()),
-        "real_inflight_max": inflight,
-    }
+        row["real_inflight_max"] = float(flight.max())
+    for limit in LIMITED_COLUMNS:
+        if f"{limit}_us" in samples:
+            row[f"real_{limit}_s"] = float(samples[f"{limit}_us"].iloc[-1]) / 1e6
+    return row
+
+
+LIMITED_COLUMNS = ("rwnd_limited", "sndbuf_limited")
+"""``TCP_INFO``'s chronographs of a limited sender, logged in microseconds, and the
+simulator's flow columns of the same names in seconds."""
 
 
 def diagnostics(real: pd.DataFrame, sim: pd.DataFrame) -> dict[str, float]:
@@ -452,6 +461,8 @@ def measure_run(
     row["sim_rtos"] = float(result.flows["rtos"].iloc[0])
     inflight = pd.Series(result.timeseries["inflight"], dtype=float)
     row["sim_inflight_max"] = float(inflight.max())
+    for limit in LIMITED_COLUMNS:
+        row[f"sim_{limit}_s"] = float(result.flows[f"{limit}_s"].iloc[0])
     tcp_info = run_dir / "tcp_info.csv"
     if tcp_info.is_file():
         row.update(kernel_sender(tcp_info))

@@ -73,15 +73,17 @@ def markdown_table(rows: pd.DataFrame) -> str:
 
 def misses_table(rows: pd.DataFrame) -> str:
     """The pairs beyond a bound, with where they part: the queueing-delay Δ over the first
-    5 s and after, the retransmission timeouts and the seconds the link idled while it
-    offered capacity, each side (medians over the runs); empty without a miss."""
+    5 s and after, the retransmission timeouts, the seconds the link idled while it
+    offered capacity, the most segments in flight and the seconds the receive window held
+    the sender back, each side (medians over the runs); empty without a miss."""
     missed = rows[~(rows["throughput_ok"] & rows["qdelay_ok"])]
     if missed.empty or "real_rtos" not in missed:
         return ""
     lines = [
         "| scheme | trace | Δ throughput | Δ mean qdelay | Δ qdelay first 5 s | Δ qdelay after 5 s "
-        "| RTOs kernel / sim | stall s kernel / sim | most in flight kernel / sim |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| RTOs kernel / sim | stall s kernel / sim | most in flight kernel / sim "
+        "| rwnd-limited s kernel / sim |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in missed.to_dict(orient="records"):
         lines.append(
@@ -90,7 +92,9 @@ def misses_table(rows: pd.DataFrame) -> str:
             f"| {_pct(r['qdelay_diff_after_5s'])} | {r['real_rtos']:g} / {r['sim_rtos']:g} "
             f"| {r['real_stall_s']:g} / {r['sim_stall_s']:g} "
             f"| {r.get('real_inflight_max', math.nan):.0f} "
-            f"/ {r.get('sim_inflight_max', math.nan):.0f} |"
+            f"/ {r.get('sim_inflight_max', math.nan):.0f} "
+            f"| {r.get('real_rwnd_limited_s', math.nan):.2f} "
+            f"/ {r.get('sim_rwnd_limited_s', math.nan):.2f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -352,6 +352,10 @@ DIAGNOSTIC_KEYS = (
     "real_unacked_max",
     "real_inflight_max",
     "sim_inflight_max",
+    "real_rwnd_limited_s",
+    "sim_rwnd_limited_s",
+    "real_sndbuf_limited_s",
+    "sim_sndbuf_limited_s",
 )
 """Per-run diagnostics (:func:`cellcc.validation.diagnostics`), medians per pair."""
 

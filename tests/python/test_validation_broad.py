@@ -635,6 +635,14 @@ def test_diagnostics_say_where_the_two_sides_part(tmp_path: Path) -> None:
     # Older logs without the loss columns keep the unacked maximum only.
     info.write_text("t_ns,ca_state,unacked\n0,0,7\n")
     assert math.isnan(validation.kernel_sender(info)["real_inflight_max"])
+    assert "real_rwnd_limited_s" not in validation.kernel_sender(info)
+    # The chronographs are cumulative: the last sample holds the run's totals.
+    info.write_text(
+        "t_ns,ca_state,unacked,rwnd_limited_us,sndbuf_limited_us\n"
+        "0,0,7,0,0\n1,0,7,84000,1000\n2,0,7,3540000,2000\n"
+    )
+    row = validation.kernel_sender(info)
+    assert row["real_rwnd_limited_s"] == 3.54 and row["real_sndbuf_limited_s"] == 0.002
 
 
 def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
@@ -647,7 +655,8 @@ def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
     missed = base | {"trace": "B", "qdelay_ok": False, "qdelay_mean_diff": -0.18,
                      "real_rtos": 2.0, "sim_rtos": 1.0, "real_stall_s": 4.5,
                      "real_unacked_max": 2125.0, "real_inflight_max": 2100.0,
-                     "sim_inflight_max": 2476.0}  # fmt: skip
+                     "sim_inflight_max": 2476.0, "real_rwnd_limited_s": 3.54,
+                     "sim_rwnd_limited_s": 0.7}  # fmt: skip
     assert validation_report.misses_table(pd.DataFrame([base])) == ""
     ranges = {
         f"{side}_{m}_{end}_{u}": 1.0
@@ -664,6 +673,6 @@ def test_the_report_lists_each_miss_with_its_diagnostics() -> None:
     text = validation_report.misses_table(pd.DataFrame([base, missed]))
     assert text.count("\n") == 3
     assert (
-        "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 | 2100 / 2476 |"
-        in text
+        "| cubic | B | +1.0 % | −18.0 % | +30.0 % | +1.0 % | 2 / 1 | 4.5 / 0 | 2100 / 2476 "
+        "| 3.54 / 0.70 |" in text
     )

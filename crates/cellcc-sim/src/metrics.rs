@@ -442,6 +442,13 @@ pub struct SummaryRow {
     pub retransmits: u64,
     /// Retransmission timeouts.
     pub rtos: u64,
+    /// The sender's busy time, s (`tcpi_busy_time`); `None` for aggregates.
+    pub busy_s: Option<f64>,
+    /// Of it, the time the peer's receive window held new data back, s
+    /// (`tcpi_rwnd_limited`).
+    pub rwnd_limited_s: Option<f64>,
+    /// Of it, the time the send buffer held the writer back, s (`tcpi_sndbuf_limited`).
+    pub sndbuf_limited_s: Option<f64>,
     /// 1 − IP bytes that reached the receiver ÷ IP bytes sent (Pantheon); counts packets
     /// still in the network at the end.
     pub pantheon_loss_rate: Option<f64>,
@@ -518,6 +525,9 @@ impl FlowMetrics {
             drops_random: self.drops_random,
             retransmits: self.retransmits,
             rtos: self.rtos,
+            busy_s: None,
+            rwnd_limited_s: None,
+            sndbuf_limited_s: None,
             pantheon_loss_rate: (self.sent_ip_bytes > 0)
                 .then(|| 1.0 - self.egress_ip_bytes as f64 / self.sent_ip_bytes as f64),
             utilisation: capacity_bytes

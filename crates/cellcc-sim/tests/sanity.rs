@@ -54,6 +54,50 @@ fn cubic_queueing_delay_grows_without_bound_in_an_infinite_buffer() {
         "after a minute the queue holds seconds of data: {late} ms"
     );
     assert_eq!(out.summary[0].drops, 0);
+    // The send buffer never binds. The receive window does, late: the 32 MiB `tcp_rmem`
+    // maximum offers 21 MB (5/8 of it), 14 s of queue at 12 Mbit/s, which CUBIC's queue
+    // reaches in the run's last quarter.
+    let (busy, rwnd, sndbuf) = chronographs(&out.summary[0]);
+    println!("busy {busy} s, rwnd-limited {rwnd} s, sndbuf-limited {sndbuf} s");
+    assert!(busy >= 59.9, "busy {busy} s of 60");
+    assert_eq!(sndbuf, 0.0);
+    assert!((5.0..=20.0).contains(&rwnd), "rwnd-limited {rwnd} s");
+}
+
+/// The sender's chronographs (`tcpi_busy_time`, `tcpi_rwnd_limited`,
+/// `tcpi_sndbuf_limited`), seconds.
+fn chronographs(row: &cellcc_sim::metrics::SummaryRow) -> (f64, f64, f64) {
+    (
+        row.busy_s.unwrap(),
+        row.rwnd_limited_s.unwrap(),
+        row.sndbuf_limited_s.unwrap(),
+    )
+}
+
+#[test]
+fn a_receive_window_under_the_bdp_holds_the_sender_back_all_the_time() {
+    // A fixed 16 KiB receive buffer offers a 10 KB window (5/8 of it, the payload share of
+    // 2304-byte truesize), a third of the link's 30 KB BDP: the flight stays at the
+    // window, cwnd has room, and every pass ends at the window (`tcpi_rwnd_limited`).
+    let text = constant_link("cubic", "{ kind = \"infinite\" }", 20.0)
+        + "[tcp]\nautotune = false\nrmem = [4096, 16384, 16384]\n";
+    let out = simulate("cubic-small-rwnd", &text);
+    let row = &out.summary[0];
+    let (busy, rwnd, sndbuf) = chronographs(row);
+    println!(
+        "16 KiB receive buffer: {:.2} Mbit/s, busy {busy} s, rwnd-limited {rwnd} s, sndbuf-limited {sndbuf} s",
+        row.throughput_mbps
+    );
+    assert!(
+        row.throughput_mbps < 0.5 * 12.0,
+        "{} Mbit/s",
+        row.throughput_mbps
+    );
+    assert!(
+        rwnd >= 19.5 && busy >= 19.9,
+        "rwnd-limited {rwnd} s, busy {busy} s of 20"
+    );
+    assert_eq!(sndbuf, 0.0);
 }
 
 #[test]
@@ -77,6 +121,14 @@ fn the_default_send_buffer_caps_cubic_in_an_infinite_buffer() {
         "about 2.1 s of queue: {late} ms"
     );
     assert_eq!(out.summary[0].drops, 0);
+    // Once the queue stops growing, the send buffer holds the writer back: cwnd has
+    // room and nothing unsent is left (`tcpi_sndbuf_limited`).
+    let (busy, rwnd, sndbuf) = chronographs(&out.summary[0]);
+    println!("busy {busy} s, rwnd-limited {rwnd} s, sndbuf-limited {sndbuf} s");
+    assert!(
+        sndbuf >= 30.0 && rwnd < 0.6,
+        "sndbuf-limited {sndbuf} s, rwnd-limited {rwnd} s"
+    );
 }
 
 #[test]

@@ -150,6 +150,12 @@ impl Simulation<'_> {
             };
             let mut row = m.summary(i as i64, &f.scheme, f.start, active, Some(cap));
             row.flow_direction = f.dir.as_str();
+            if let Some(s) = f.sender.as_ref() {
+                let t = s.chrono_times(end);
+                row.busy_s = Some(t.busy.as_secs_f64());
+                row.rwnd_limited_s = Some(t.rwnd_limited.as_secs_f64());
+                row.sndbuf_limited_s = Some(t.sndbuf_limited.as_secs_f64());
+            }
             summary.push(row);
         }
         let cap_all = self.radio.link.capacity_bytes(ue0, first_start, end);

@@ -222,6 +222,9 @@ impl TcpSender {
         }
         self.sock.packets_out = (self.sb.end() - self.sb.base()) as u32;
         self.sb.trim();
+        if pkts_acked > 0 && self.sock.packets_out == 0 {
+            self.chrono_rtx_queue_empty();
+        }
         if pkts_acked > 0 {
             st.flag |= flag::DATA_ACKED;
             self.lost_hint = None;

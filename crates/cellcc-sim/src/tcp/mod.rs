@@ -20,6 +20,7 @@
 //! 2. schedule a wake-up at [`TcpSender::next_wakeup`]; at that time call `on_timer` and
 //!    then poll again.
 
+mod chrono;
 pub mod handshake;
 mod input;
 mod output;
@@ -36,6 +37,7 @@ mod sockbuf;
 #[cfg(test)]
 mod tests;
 
+pub use chrono::ChronoTimes;
 pub use receiver::{ReceiverStats, RecvOutcome, TcpReceiver};
 pub use rtt::RttEstimator;
 pub use sender::{SenderStats, TcpSender};

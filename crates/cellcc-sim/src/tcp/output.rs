@@ -58,10 +58,13 @@ impl TcpSender {
 
     /// One step of `tcp_xmit_retransmit_queue` / `tcp_write_xmit`.
     pub(crate) fn transmit_one(&mut self) -> Option<DataSegment> {
-        let seg = self.transmit_step();
+        let mut seg = self.transmit_step();
         if seg.is_none() && self.check_space() {
             // The writer filled the room the ACK freed (`sk_write_space`): push again.
-            return self.transmit_step();
+            seg = self.transmit_step();
+        }
+        if seg.is_none() {
+            self.chrono_after_write_xmit();
         }
         seg
     }
@@ -247,6 +250,7 @@ impl TcpSender {
             self.snd_cwnd_stamp = self.sock.now;
         } else {
             self.snd_cwnd_used = self.snd_cwnd_used.max(self.sock.packets_out);
+            self.chrono_not_cwnd_limited();
             if self.cfg.slow_start_after_idle
                 && self.sock.now.saturating_since(self.snd_cwnd_stamp) >= self.rto
                 && !self.cc.owns_cwnd()

@@ -260,6 +260,7 @@ pub struct TcpSender {
     pub(crate) write_seq: u64,
     /// `SOCK_QUEUE_SHRUNK`: an ACK freed queue space since the last `tcp_check_space`.
     pub(crate) queue_shrunk: bool,
+    pub(crate) chrono: super::chrono::Chrono,
     pub(crate) stats: SenderStats,
     pub(crate) events: Vec<Event>,
     pub(crate) gap_scratch: Vec<(u64, u64)>,
@@ -388,6 +389,7 @@ impl TcpSender {
             sndbuf: cfg.wmem[1],
             write_seq: 0,
             queue_shrunk: false,
+            chrono: Default::default(),
             stats: SenderStats::default(),
             events: Vec::new(),
             gap_scratch: Vec::new(),
@@ -559,6 +561,7 @@ impl TcpSender {
     /// The application writes while `sk_wmem_queued < sk_sndbuf`
     /// (`sk_stream_memory_free`), one segment at a time, until its data ends.
     pub(crate) fn app_write(&mut self) {
+        let was_empty = !self.has_unsent();
         let ts = super::sockbuf::tx_truesize(self.cfg.mss);
         let room = self.sndbuf.div_ceil(ts);
         let mut limit = self.sock.snd_una + room;
@@ -566,6 +569,7 @@ impl TcpSender {
             limit = limit.min(n);
         }
         self.write_seq = self.write_seq.max(limit);
+        self.chrono_on_write(was_empty);
     }
 
     /// The writer is blocked on a full send buffer (`SOCK_NOSPACE`).
@@ -598,7 +602,11 @@ impl TcpSender {
         }
         let before = self.write_seq;
         self.app_write();
-        self.write_seq > before
+        let wrote = self.write_seq > before;
+        if wrote {
+            self.chrono_writer_woke();
+        }
+        wrote
     }
 
     /// `tcp_highest_sack_seq`: one past the highest SACKed segment, or `snd_una`.
