@@ -60,15 +60,16 @@
  * Files. This one holds the parameters, the per-socket state, the state machine (the
  * twin of cesar/mod.rs), the hooks and the ops table. Each part with a Rust twin in
  * crates/cellcc-congestion/src/cesar/ is a header, included where its section stands:
- *   bpf/cesar/su.h     SU estimation from ACK gaps      su.rs
- *   bpf/cesar/sets.h   sets, anchors, BW_i and BW_set   sets.rs
- *   bpf/cesar/steps.h  BW_ewma, pacing, cwnd steps      steps.rs
+ *   bpf/cesar/su_hist.h  SU histogram, SU rule constants  su.rs (its constants)
+ *   bpf/cesar/su.h       SU estimation from ACK gaps      su.rs
+ *   bpf/cesar/sets.h     sets, anchors, BW_i and BW_set   sets.rs
+ *   bpf/cesar/steps.h    BW_ewma, pacing, cwnd steps      steps.rs
  *
- * Verifier: every division is guarded; loops are bounded (40 bins, 3 peaks); histogram
- * indices are masked into 64-slot arrays; each histogram scan that yields a bin index is
- * a global function (checked once, with unknown arguments: inlined, a scan remembering
- * its best index doubled the paths at every bin). The only kernel writes are snd_cwnd,
- * sk_pacing_rate and sk_pacing_status.
+ * Verifier: every division is guarded; loops are bounded (40 bins, 3 peaks, 3 halvings);
+ * histogram indices are masked into 64-slot arrays; each histogram scan that yields a
+ * bin index or a count is a global function (checked once, with unknown arguments:
+ * inlined, a scan remembering its best index doubled the paths at every bin). The only
+ * kernel writes are snd_cwnd, sk_pacing_rate and sk_pacing_status.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -156,37 +157,8 @@ extern __u32 bbr_sndbuf_expand(struct sock *sk) __ksym;
 #define BW_SCALE 24
 /* BW samples above this are garbage (difference 5). */
 #define BW_MAX (1ULL << 40)
-/* Histogram bin width (module LINE_MARGIN). */
-#define BIN_US 500
-/* Bins (module MAX_PATTERN_COUNT): gaps of 20 ms or more are ignored. */
-#define BINS 40
-/* Array slots per histogram: a power of two above BINS, so that every computed index
- * can be masked into bounds for the verifier (indices stay below BINS + 1 by logic). */
-#define BIN_SLOTS 64
-#define BIN_MASK (BIN_SLOTS - 1)
-/* The SU before any decision and after a module-rule fallback (module INITIAL_SU). */
-#define INITIAL_SU_US 5000
-/* Fewest gaps that make a line (module top-peak threshold). */
-#define MIN_LINE 8
-/* Paper rule (reference thresholds): bins below this are near-0 gaps inside a set. */
-#define NEAR_ZERO_BINS 2
-/* Lowest bin an SU window may include (gaps >= 2 ms). */
-#define FIRST_SU_BIN 4
-/* A gap is on a line within one bin width of a multiple of the SU. */
-#define LINE_TOLERANCE_US BIN_US
-/* Share of set gaps that must lie on the SU's lines, %. */
-#define ON_LINE_MIN_PERCENT 75
-/* Share of all gaps near 0 for the ACKs to count as bursty, %. */
-#define BURST_MIN_PERCENT 10
-/* Share of set gaps a second line must hold, %. */
-#define SECOND_LINE_MIN_PERCENT 10
-/* Set gaps a decision waits for, at most MAX_DEFERRAL periods. */
-#define MIN_SET_GAPS 32
-#define MAX_DEFERRAL 16
-/* Module rule: first peak bin (2.5 ms), peaks extracted, bins cleared around a peak. */
-#define MODULE_FIRST_PEAK_BIN 5
-#define MODULE_PEAKS 3
-#define MODULE_SUPPRESS_BINS 4
+/* The SU histogram, its bins and the SU rules' thresholds. */
+#include "cesar/su_hist.h"
 /* Set margins: "almost the same" as the SU (module margin). */
 #define MARGIN_US 1000
 #define MARGIN_SMALL_SU_US 500
@@ -206,25 +178,9 @@ enum cesar_phase {
 	CESAR_BBR = 2,
 };
 
-enum cesar_decision {
-	CESAR_DECISION_NONE = 0,       /* none yet / keep collecting */
-	CESAR_DECISION_PATTERN = 1,
-	CESAR_DECISION_NO_PATTERN = 2,
-	CESAR_DECISION_UNCHANGED = 3,  /* module rule: too weak to decide */
-};
-
 /* ---- Per-socket state (socket storage: icsk_ca_priv holds the kernel BBR) ---- */
 
-/* The SU histogram (§IV-B): gaps per 0.5 ms bin and their sums, plus scratch space for
- * the decision. */
-struct cesar_hist {
-	__u32 count[BIN_SLOTS];
-	__u64 sum_us[BIN_SLOTS];
-	__u32 scratch[BIN_SLOTS]; /* module triangular histogram / paper on-line counts */
-	__u32 gaps;               /* counted since the last decision (pattern_count) */
-	__u32 pad;
-};
-
+/* struct cesar_hist, the SU histogram, is in cesar/su_hist.h. */
 struct cesar {
 	__u32 inited;
 	__u32 phase;              /* enum cesar_phase */

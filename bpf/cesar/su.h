@@ -4,10 +4,17 @@
  *
  * Twin of crates/cellcc-congestion/src/cesar/su.rs (SuEstimator), read side by side:
  *   hist_weight, hist_window_mean      SuEstimator::weight, window_mean
+ *   pct_at_least                       pct(part, whole) >= percent
  *   cesar_paper_peak                   SuEstimator::peak
+ *   cesar_paper_lines                  SuEstimator::on_lines (into h->scratch)
+ *   cesar_paper_explains               SuEstimator::explains (of h->scratch)
+ *   cesar_paper_odd_lines              the odd multiples' sum in SuEstimator::halve
+ *   cesar_paper_second_line            the second-line check of SuEstimator::decide_paper
+ *   cesar_paper_line_at                one element of `lines` in SuEstimator::fundamental
+ *   cesar_paper_candidate              the candidate of SuEstimator::fundamental
+ *   cesar_paper_fallback               `lines.rev()...` in SuEstimator::fundamental
+ *   cesar_paper_halve                  SuEstimator::halve
  *   cesar_paper_fundamental            SuEstimator::fundamental
- *   cesar_paper_lines,                 the on-line and burstiness checks of
- *   cesar_paper_line_summary           SuEstimator::decide_paper
  *   cesar_decide_paper                 SuEstimator::decide_paper
  *   cesar_module_peak,                 the peak extraction of
  *   cesar_module_clear                 SuEstimator::decide_module
@@ -16,7 +23,9 @@
  *   cesar_su_on_ack                    SuEstimator::on_ack, on_gap
  *
  * Part of bpf/cesar.bpf.c, included once where its section was (after the constants,
- * the per-socket state struct and the parameters); not a standalone header.
+ * the per-socket state struct and the parameters); not a standalone header. It uses the
+ * constants and struct cesar_hist of cesar/su_hist.h and, in cesar_su_on_ack only,
+ * struct cesar and struct cesar_cfg.
  */
 #ifndef CELLCC_CESAR_SU_H
 #define CELLCC_CESAR_SU_H
@@ -69,12 +78,20 @@ static __always_inline __u64 abs_diff(__u64 a, __u64 b)
 	return a > b ? a - b : b - a;
 }
 
+/* Whether part is at least `percent` % of whole (of 1 when whole is 0): su.rs's
+ * pct(part, whole) >= percent, without its division (floor(100 * part / whole) >= percent
+ * exactly when 100 * part >= percent * whole). */
+static __always_inline int pct_at_least(__u32 part, __u32 whole, __u32 percent)
+{
+	return (__u64)part * 100 >= (__u64)(whole ? whole : 1) * percent;
+}
+
 /*
- * The decisions scan the 40 bins several times. Each scan that yields a bin index is a
- * global function of its own: the verifier checks a global function once, with unknown
- * arguments, and the caller sees an unknown result; inside one function, a scan that
- * remembered its best index as a known constant per iteration would multiply the paths
- * the verifier walks by two per bin.
+ * The decisions scan the 40 bins several times. Each scan that yields a bin index or a
+ * count, and each step that repeats such scans, is a global function of its own: the
+ * verifier checks a global function once, with unknown arguments, and the caller sees an
+ * unknown result; inside one function, a scan that remembered its best index as a known
+ * constant per iteration would multiply the paths the verifier walks by two per bin.
  */
 
 /* Paper rule: the window holding most set gaps (ties: fuller centre bin, then the shorter
@@ -97,47 +114,20 @@ __noinline int cesar_paper_peak(struct cesar_hist *h)
 	return best_w >= MIN_LINE ? peak : BINS;
 }
 
-/* Paper rule: the SU, the mean gap of the smallest line of which the peak is a multiple
- * (§IV-C "smallest least common multiple of the ACK interval pattern that frequently
- * appears"), else the peak's mean gap. A line is a local maximum holding >= MIN_LINE gaps
- * and >= 10 % of the set gaps. */
-__noinline __u64 cesar_paper_fundamental(struct cesar_hist *h, __u32 peak, __u32 set_gaps)
-{
-	__u64 peak_mean, cand, k;
-	__u32 i, w;
-
-	if (!h)
-		return 0;
-	peak_mean = hist_window_mean(h, peak);
-	for (i = FIRST_SU_BIN + 1; i < BINS - 1; i++) {
-		if (i >= peak)
-			break;
-		w = hist_weight(h, i);
-		if (w < MIN_LINE || (__u64)w * 100 < (__u64)set_gaps * SECOND_LINE_MIN_PERCENT)
-			continue;
-		if (w < hist_weight(h, i - 1) || w < hist_weight(h, i + 1))
-			continue;
-		cand = hist_window_mean(h, i);
-		if (!cand)
-			continue;
-		k = (peak_mean + cand / 2) / cand;
-		if (k >= 2 && abs_diff(peak_mean, k * cand) <= LINE_TOLERANCE_US)
-			return cand;
-	}
-	return peak_mean;
-}
-
 /* Paper rule: count the gaps on each multiple k*SU (within the line tolerance) into
- * h->scratch[k], k <= BINS. */
+ * h->scratch[k], the last slot (k = BINS) collecting all higher multiples; slot 0 is
+ * unused. All zero when su is 0. */
 __noinline int cesar_paper_lines(struct cesar_hist *h, __u64 su)
 {
 	__u64 mean, k;
 	__u32 i, c;
 
-	if (!h || !su)
+	if (!h)
 		return 0;
 	for (i = 0; i < BIN_SLOTS; i++)
 		h->scratch[i] = 0;
+	if (!su)
+		return 0;
 	for (i = NEAR_ZERO_BINS; i < BINS; i++) {
 		c = h->count[i];
 		if (!c)
@@ -150,31 +140,182 @@ __noinline int cesar_paper_lines(struct cesar_hist *h, __u64 su)
 	return 1;
 }
 
-/* Paper rule: from the line counts, the gaps on all lines (bits 63..2), whether a second
- * multiple holds a line (bit 1) and whether the SU itself does (bit 0). */
-__noinline __u64 cesar_paper_line_summary(struct cesar_hist *h, __u32 set_gaps)
+/* Paper rule: whether the SU whose line counts are in h->scratch explains the set gaps:
+ * >= ON_LINE_MIN_PERCENT of them on its multiples, and for every coarser grid m*SU
+ * (m = 2..=BINS) >= MIN_LINE of them on multiples k*SU with k not a multiple of m, gaps
+ * the coarser grid cannot hold. */
+__noinline int cesar_paper_explains(struct cesar_hist *h, __u32 set_gaps)
 {
-	__u64 on = 0, second_line = 0;
-	__u32 i, c;
+	__u32 k, m, on = 0, off_grid;
 
 	if (!h)
 		return 0;
-	for (i = 1; i <= BINS; i++) {
-		c = h->scratch[i];
-		on += c;
-		if (i >= 2 && c >= MIN_LINE &&
-		    (__u64)c * 100 >= (__u64)max_u64(set_gaps, 1) * SECOND_LINE_MIN_PERCENT)
-			second_line = 1;
+	for (k = 1; k <= BINS; k++)
+		on += h->scratch[k];
+	if (!pct_at_least(on, set_gaps, ON_LINE_MIN_PERCENT))
+		return 0;
+	for (m = 2; m <= BINS; m++) {
+		off_grid = 0;
+		for (k = 1; k <= BINS; k++)
+			if (k % m)
+				off_grid += h->scratch[k];
+		if (off_grid < MIN_LINE)
+			return 0;
 	}
-	return (on << 2) | (second_line << 1) | (h->scratch[1] >= MIN_LINE);
+	return 1;
+}
+
+/* Paper rule: the gaps in h->scratch on odd multiples (1, 3, 5, ...) of the SU. */
+__noinline __u32 cesar_paper_odd_lines(struct cesar_hist *h)
+{
+	__u32 k, odd = 0;
+
+	if (!h)
+		return 0;
+	for (k = 1; k <= BINS; k += 2)
+		odd += h->scratch[k];
+	return odd;
+}
+
+/* Paper rule: whether a second multiple (2*SU, 3*SU, ...) in h->scratch holds a line
+ * (>= MIN_LINE gaps and >= SECOND_LINE_MIN_PERCENT of the set gaps). */
+__noinline int cesar_paper_second_line(struct cesar_hist *h, __u32 set_gaps)
+{
+	__u32 k, c;
+
+	if (!h)
+		return 0;
+	for (k = 2; k <= BINS; k++) {
+		c = h->scratch[k];
+		if (c >= MIN_LINE && pct_at_least(c, set_gaps, SECOND_LINE_MIN_PERCENT))
+			return 1;
+	}
+	return 0;
+}
+
+/* Paper rule: the mean gap of window j if it is a line below the peak whose multiple
+ * (k >= 2, within the line tolerance) the peak's mean gap is: >= MIN_LINE gaps and a
+ * local maximum; 0 if it is not (j >= FIRST_SU_BIN + 1, j + 1 < BINS). */
+static __always_inline __u64 cesar_paper_line_at(const struct cesar_hist *h, __u32 j,
+						  __u64 peak_mean)
+{
+	__u64 su, k;
+	__u32 w;
+
+	w = hist_weight(h, j);
+	if (w < MIN_LINE || w < hist_weight(h, j - 1) || w < hist_weight(h, j + 1))
+		return 0;
+	su = hist_window_mean(h, j);
+	if (!su)
+		return 0;
+	k = (peak_mean + su / 2) / su;
+	if (k < 2 || abs_diff(peak_mean, k * su) > LINE_TOLERANCE_US)
+		return 0;
+	return su;
+}
+
+/* Paper rule: the candidate SU, the mean gap of the smallest line below the peak whose
+ * multiple the peak is and which is frequent (>= SECOND_LINE_MIN_PERCENT of the set
+ * gaps) (§IV-C "smallest least common multiple of the ACK interval pattern that
+ * frequently appears"), else the peak's mean gap. */
+__noinline __u64 cesar_paper_candidate(struct cesar_hist *h, __u32 peak, __u32 set_gaps)
+{
+	__u64 peak_mean, su;
+	__u32 j;
+
+	if (!h)
+		return 0;
+	peak_mean = hist_window_mean(h, peak);
+	for (j = FIRST_SU_BIN + 1; j < BINS - 1; j++) {
+		if (j >= peak)
+			break;
+		su = cesar_paper_line_at(h, j, peak_mean);
+		if (su && pct_at_least(hist_weight(h, j), set_gaps, SECOND_LINE_MIN_PERCENT))
+			return su;
+	}
+	return peak_mean;
+}
+
+/* Paper rule, for a candidate that does not explain the set gaps: the mean gap of the
+ * largest line below the peak (scanning down from it), whose multiple the peak is,
+ * shorter than the candidate and explaining the set gaps however few it holds itself
+ * (the coarsest grid that fits); the candidate if none does. */
+__noinline __u64 cesar_paper_fallback(struct cesar_hist *h, __u32 peak, __u64 candidate,
+				      __u32 set_gaps)
+{
+	__u64 peak_mean, su;
+	__u32 j;
+
+	if (!h)
+		return candidate;
+	peak_mean = hist_window_mean(h, peak);
+	for (j = BINS - 2; j > FIRST_SU_BIN; j--) {
+		if (j >= peak)
+			continue;
+		su = cesar_paper_line_at(h, j, peak_mean);
+		if (!su || su >= candidate)
+			continue;
+		cesar_paper_lines(h, su);
+		if (cesar_paper_explains(h, set_gaps))
+			return su;
+	}
+	return candidate;
+}
+
+/* Paper rule: su halved while it explains the set gaps and its half (>= 2 ms) explains
+ * them too with a frequent line's worth of them (>= MIN_LINE and >= SECOND_LINE_MIN_PERCENT)
+ * on its odd multiples, where a grid of su cannot put a gap. */
+__noinline __u64 cesar_paper_halve(struct cesar_hist *h, __u64 su, __u32 set_gaps)
+{
+	__u64 half;
+	__u32 n, odd;
+
+	if (!h)
+		return su;
+	for (n = 0; n < MAX_HALVINGS; n++) {
+		cesar_paper_lines(h, su);
+		if (!cesar_paper_explains(h, set_gaps))
+			break;
+		half = su / 2;
+		if (half < MIN_HALVED_SU_US)
+			break;
+		cesar_paper_lines(h, half);
+		odd = cesar_paper_odd_lines(h);
+		if (odd < MIN_LINE || !pct_at_least(odd, set_gaps, SECOND_LINE_MIN_PERCENT))
+			break;
+		if (!cesar_paper_explains(h, set_gaps))
+			break;
+		su = half;
+	}
+	return su;
+}
+
+/* Paper rule: the SU for the peak in window `peak`: the candidate if it explains the set
+ * gaps, else the fallback line, then halved while its half is the SU; 0 if none. */
+__noinline __u64 cesar_paper_fundamental(struct cesar_hist *h, __u32 peak, __u32 set_gaps)
+{
+	__u64 candidate, su;
+
+	if (!h)
+		return 0;
+	candidate = cesar_paper_candidate(h, peak, set_gaps);
+	if (!candidate)
+		return 0;
+	cesar_paper_lines(h, candidate);
+	if (cesar_paper_explains(h, set_gaps))
+		su = candidate;
+	else
+		su = cesar_paper_fallback(h, peak, candidate, set_gaps);
+	return cesar_paper_halve(h, su, set_gaps);
 }
 
 /* The paper rule (reference su.rs). Returns the decision; *su_out gets the SU of a
  * pattern. CESAR_DECISION_NONE = keep collecting (too few gaps between sets yet). */
 static __always_inline int cesar_decide_paper(struct cesar_hist *h, __u32 period, __u32 *su_out)
 {
-	__u32 all, near_zero, set_gaps, peak, second_line, first_line, concentrated, bursty;
-	__u64 su, summary, on;
+	__u32 all, near_zero, set_gaps, peak;
+	int bursty;
+	__u64 su;
 
 	all = h->gaps;
 	near_zero = h->count[0] + h->count[1];
@@ -188,14 +329,8 @@ static __always_inline int cesar_decide_paper(struct cesar_hist *h, __u32 period
 	if (!su || su > 0xffffffffULL)
 		return CESAR_DECISION_NO_PATTERN;
 	cesar_paper_lines(h, su);
-	summary = cesar_paper_line_summary(h, set_gaps);
-	on = summary >> 2;
-	second_line = (summary >> 1) & 1;
-	first_line = summary & 1;
-	concentrated = on * 100 >= (__u64)max_u64(set_gaps, 1) * ON_LINE_MIN_PERCENT;
-	bursty = near_zero >= MIN_LINE &&
-		 (__u64)near_zero * 100 >= (__u64)max_u64(all, 1) * BURST_MIN_PERCENT;
-	if (first_line && concentrated && (bursty || second_line)) {
+	bursty = near_zero >= MIN_LINE && pct_at_least(near_zero, all, BURST_MIN_PERCENT);
+	if (cesar_paper_explains(h, set_gaps) && (bursty || cesar_paper_second_line(h, set_gaps))) {
 		*su_out = su;
 		return CESAR_DECISION_PATTERN;
 	}
