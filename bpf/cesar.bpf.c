@@ -64,6 +64,8 @@
  *   bpf/cesar/su.h       SU estimation from ACK gaps      su.rs
  *   bpf/cesar/sets.h     sets, anchors, BW_i and BW_set   sets.rs
  *   bpf/cesar/steps.h    BW_ewma, pacing, cwnd steps      steps.rs
+ * su_hist.h needs nothing of this file, so that bpf/tests/su_twin.c can compile su.h for
+ * user space, where su.rs's twin test checks the paper rule against the Rust one.
  *
  * Verifier: every division is guarded; loops are bounded (40 bins, 3 peaks, 3 halvings);
  * histogram indices are masked into 64-slot arrays; each histogram scan that yields a
@@ -157,7 +159,8 @@ extern __u32 bbr_sndbuf_expand(struct sock *sk) __ksym;
 #define BW_SCALE 24
 /* BW samples above this are garbage (difference 5). */
 #define BW_MAX (1ULL << 40)
-/* The SU histogram, its bins and the SU rules' thresholds. */
+/* The SU histogram, its bins and the SU rules' thresholds (shared with the user-space
+ * harness that checks cesar/su.h against the Rust reference). */
 #include "cesar/su_hist.h"
 /* Set margins: "almost the same" as the SU (module margin). */
 #define MARGIN_US 1000

@@ -25,7 +25,8 @@
  * Part of bpf/cesar.bpf.c, included once where its section was (after the constants,
  * the per-socket state struct and the parameters); not a standalone header. It uses the
  * constants and struct cesar_hist of cesar/su_hist.h and, in cesar_su_on_ack only,
- * struct cesar and struct cesar_cfg.
+ * struct cesar and struct cesar_cfg. bpf/tests/su_twin.c compiles it for user space,
+ * where su.rs's twin test runs the paper rule on the same histograms as the Rust one.
  */
 #ifndef CELLCC_CESAR_SU_H
 #define CELLCC_CESAR_SU_H

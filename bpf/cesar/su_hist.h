@@ -3,9 +3,10 @@
  * César: the SU histogram, the constants of its two decision rules and their outcomes.
  *
  * Twin of the constants at the top of crates/cellcc-congestion/src/cesar/su.rs, in
- * microseconds where su.rs has durations. Included by bpf/cesar.bpf.c with its
- * constants. It needs __u32 and __u64 only, so that cesar/su.h can be compiled outside
- * BPF as well.
+ * microseconds where su.rs has durations. Shared by bpf/cesar.bpf.c, which includes it
+ * with its constants, and by the user-space harness bpf/tests/su_twin.c, which compiles
+ * cesar/su.h against it to check the paper rule against su.rs. It needs __u32 and __u64
+ * only (vmlinux.h in BPF, the harness's typedefs in user space).
  */
 #ifndef CELLCC_CESAR_SU_HIST_H
 #define CELLCC_CESAR_SU_HIST_H

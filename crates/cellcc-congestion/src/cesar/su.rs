@@ -74,6 +74,9 @@
 //! gaps sit at half the period, and snapped from 4.5 to 5 ms and 7.5 to 8 ms; weaker
 //! histograms fall back to BBR unless the two top peaks are harmonics. Evenly spaced
 //! ACKs 2–20 ms apart are (wrongly) read as a pattern.
+//!
+//! The BPF twin is `bpf/cesar/su.h` (in µs); the `twin` test runs its paper rule, compiled
+//! for user space, against [`SuEstimator::decide_paper`] on the same histograms.
 
 use crate::{Dur, Time};
 
@@ -426,6 +429,10 @@ impl SuEstimator {
         }
     }
 }
+
+/// The BPF twin (`bpf/cesar/su.h`) against the paper rule.
+#[cfg(test)]
+mod twin;
 
 #[cfg(test)]
 mod tests {
