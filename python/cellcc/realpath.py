@@ -240,6 +240,11 @@ class EmuLink:
     ``tcp.quickack_always``), instead of Linux's mix of delayed and immediate ACKs."""
     queue_bytes: int | None = None
     """Drop-tail limit in charged bytes (IP length + 4, as the simulator counts), each way."""
+    offload: bool = True
+    """The emulator's TUN offloads (its default): the sending kernel hands over TSO
+    super-packets and the receiving kernel gets runs of segments due together coalesced
+    into one, as from a NIC with GRO, and ACKs each run once. Off (``--no-offload``), every
+    packet crosses the TUN devices on its own, as in Mahimahi."""
 
     def args(self) -> list[str]:
         limits = {"packets": self.queue_packets, "bytes": self.queue_bytes}
@@ -254,6 +259,7 @@ class EmuLink:
             "--uplink", str(self.uplink),
             "--downlink-queue", queue[0], "--downlink-queue-args", queue[1],
             "--uplink-queue", queue[0], "--uplink-queue-args", queue[1],
+            *([] if self.offload else ["--no-offload"]),
         ]  # fmt: skip
 
 

@@ -269,6 +269,10 @@ def load_finished(
         return None
     if not isinstance(record, dict) or any(k not in record for k in (*keys, "setup")):
         return None
+    if isinstance(record["setup"], dict):
+        # Records from before the offload setting were made with the emulator's default,
+        # its offloads on.
+        record["setup"] = {"offload": True, **record["setup"]}
     if record["setup"] != json_ready(_setup_record(setup)):
         raise realpath.RealPathError(
             f"{path} was made with {record['setup']}, not with this run's "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from typer.testing import CliRunner
 
 from cellcc import realpath, traces, validation, validation_report, validation_runs
 from cellcc._native import UsageError
-from cellcc.validation_runs import Buffer, parse_buffers
+from cellcc.validation_runs import Buffer, load_finished, parse_buffers
 from helpers import assert_one_line_error, constant_trace
 
 # -- buffers ------------------------------------------------------------------------------
@@ -71,6 +72,11 @@ def test_byte_buffer_reaches_both_sides(tmp_path: Path) -> None:
     assert args[args.index("--uplink-queue-args") + 1] == "bytes=150000"
     both = realpath.EmuLink(tmp_path / "a", tmp_path / "b", 20.0, 300, queue_bytes=450_000)
     assert "packets=300, bytes=450000" in both.args()
+    # The validation runs the emulator without its offloads unless asked: the simulated
+    # receiver has no GRO.
+    assert args[-1] == "--no-offload" and "--no-offload" not in both.args()
+    offload = replace(setup, offload=True)
+    assert "--no-offload" not in validation.emu_link(tmp_path / "a", tmp_path / "b", offload).args()
     with pytest.raises(realpath.RealPathError, match="packet or a byte limit"):
         validation.Setup(queue_packets=None)
 
@@ -377,6 +383,16 @@ def test_resume_refuses_runs_made_with_another_setup(
     fake.runs.clear()
     _validate(boston, out, runs=1, setup=validation.Setup(duration_s=3.0), force=True)
     assert len(fake.runs) == 8
+    # A record from before the offload setting was made with the emulator's offloads on.
+    run_file = next(out.glob("runs/*/*/run-1.json"))
+    record = json.loads(run_file.read_text())
+    del record["setup"]["offload"]
+    run_file.write_text(json.dumps(record))
+    keys = ("scheme",)
+    on = validation.Setup(duration_s=3.0, offload=True)
+    assert load_finished(run_file, keys, Buffer.from_setup(on).setup(on)) is not None
+    with pytest.raises(realpath.RealPathError, match="was made with"):
+        load_finished(run_file, keys, validation.Setup(duration_s=3.0))
 
 
 def test_runs_must_be_at_least_one(fake: FakeKernel, boston: Path, tmp_path: Path) -> None:

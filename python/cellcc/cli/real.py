@@ -125,6 +125,15 @@ def validate(
         ),
     ] = None,
     force: Annotated[bool, option("--force", help="Redo runs already in --out.")] = False,
+    offload: Annotated[
+        bool,
+        option(
+            "--offload",
+            help="Run the emulator with its TUN offloads (TSO, and GRO at the receiver, "
+            "which the simulator does not model); by default every packet crosses on its "
+            "own, as in Mahimahi.",
+        ),
+    ] = False,
     remeasure: Annotated[
         bool,
         option(
@@ -173,7 +182,9 @@ def validate(
         else [validation_runs.Buffer(packets=queue)]
     )
     run_count = runs if runs is not None else int(chosen.get("runs", 1))
-    setup = validation.Setup(duration_s=duration, delay_ms=delay, queue_packets=queue)
+    setup = validation.Setup(
+        duration_s=duration, delay_ms=delay, queue_packets=queue, offload=offload
+    )
     command = _command_line(ctx, given)
     total = len(buffer_list) * len(names) * len(trace_names) * (run_count + 1)
     started = time.monotonic()
