@@ -438,6 +438,17 @@ mod twin;
 mod tests {
     use super::*;
 
+    /// Uniform pseudo-random gaps in [0, 10) ms, µs (a fixed LCG: the same list every run).
+    pub(super) fn uniform_gaps_us() -> impl Iterator<Item = u64> {
+        let mut x: u64 = 12345;
+        std::iter::repeat_with(move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % 10_000
+        })
+    }
+
     fn us(v: u64) -> Dur {
         Dur::from_us(v)
     }
@@ -595,14 +606,7 @@ mod tests {
                 "{spacing} µs"
             );
         }
-        // Uniform pseudo-random gaps in [0, 10) ms.
-        let mut x: u64 = 12345;
-        let random = std::iter::repeat_with(move || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % 10_000
-        });
+        let random = uniform_gaps_us();
         assert_eq!(decide(Rule::Paper, random), Some(Decision::NoPattern));
     }
 

@@ -169,13 +169,7 @@ fn unit_test_histograms() -> Vec<Hist> {
     }
     let deferred = bursts(5000, 40, 1000).take(1241);
     out.push(Hist::of("sets of 40: decided at gap 1241", deferred));
-    let mut x: u64 = 12345;
-    let random = std::iter::repeat_with(move || {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (x >> 33) % 10_000
-    });
+    let random = super::tests::uniform_gaps_us();
     out.push(Hist::of("uniform in [0, 10) ms", random.take(250)));
     out
 }
