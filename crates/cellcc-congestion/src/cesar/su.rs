@@ -461,7 +461,7 @@ mod tests {
 
     /// Sets of `burst` ACKs 30 µs apart, one set every `su_us`, every `skip`-th grant
     /// missed.
-    fn bursts(su_us: u64, burst: usize, skip: usize) -> Vec<u64> {
+    pub(super) fn bursts(su_us: u64, burst: usize, skip: usize) -> Vec<u64> {
         let mut out = Vec::new();
         for s in 1..400 {
             let gap = if s % skip == 0 { 2 * su_us } else { su_us };

@@ -13,11 +13,11 @@ const MSS: u32 = 1448;
 const INFLIGHT: u64 = 80;
 const BASE_RTT: Dur = Dur::from_ms(40);
 
-/// Deterministic SplitMix64 for the synthetic sequences.
-struct Rng(u64);
+/// Deterministic SplitMix64 for the synthetic sequences (also the SU twin test's).
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -25,8 +25,13 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Uniform in `[0, n)`.
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub(super) fn within(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
     }
 }
 

@@ -149,11 +149,11 @@ impl TcpSender {
         }
     }
 
-    /// The writer could write again (`tcp_check_space`).
+    /// The writer wrote again (`tcp_check_space`); what it wrote waits unsent, so the
+    /// queues are not empty.
     pub(crate) fn chrono_writer_woke(&mut self) {
         let now = self.jiffies();
-        let empty = self.sock.packets_out == 0 && !self.has_unsent();
-        self.chrono.stop(ChronoKind::SndbufLimited, now, empty);
+        self.chrono.stop(ChronoKind::SndbufLimited, now, false);
     }
 
     /// An ACK emptied the retransmission queue (`tcp_clean_rtx_queue`).

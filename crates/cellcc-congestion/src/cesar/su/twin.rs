@@ -25,7 +25,9 @@ use std::io::{ErrorKind, Write as _};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use super::tests::bursts;
 use super::*;
+use crate::cesar::tests::Rng;
 
 /// Pseudo-random histograms compared besides the unit tests' ones.
 const RANDOM_HISTOGRAMS: usize = 500;
@@ -165,52 +167,23 @@ fn unit_test_histograms() -> Vec<Hist> {
     }
     for (su, burst, skip) in [(5000, 3, 10), (2500, 4, 7), (8000, 2, 5)] {
         let name = format!("sets of {burst} every {su} µs, every {skip}th grant missed");
-        out.push(Hist::of(name, bursts(su, burst, skip).take(250)));
+        out.push(Hist::of(
+            name,
+            bursts(su, burst, skip).into_iter().take(250),
+        ));
     }
-    let deferred = bursts(5000, 40, 1000).take(1241);
+    let deferred = bursts(5000, 40, 1000).into_iter().take(1241);
     out.push(Hist::of("sets of 40: decided at gap 1241", deferred));
     let random = super::tests::uniform_gaps_us();
     out.push(Hist::of("uniform in [0, 10) ms", random.take(250)));
     out
 }
 
-/// Sets of `burst` ACKs 30 µs apart, one set every `su_us`, every `skip`-th grant missed
-/// (the unit tests' `bursts`).
-fn bursts(su_us: u64, burst: u64, skip: u64) -> impl Iterator<Item = u64> {
-    (1..400u64).flat_map(move |s| {
-        let gap = if s % skip == 0 { 2 * su_us } else { su_us };
-        std::iter::once(gap - 30 * (burst - 1)).chain(std::iter::repeat_n(30, burst as usize - 1))
-    })
-}
-
-/// SplitMix64: a small portable generator for the fixed-seed histograms.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn within(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-}
-
 /// One decision's worth of ACK gaps: mostly sets one SU (2.5–10 ms) or a few apart
 /// (grants skipped), each set shortening the gap to the next by its spread and jittered,
 /// with bursts of near-0 gaps and stray gaps anywhere; now and then no pattern at all
 /// (uniform gaps, or evenly spaced ACKs with jitter).
-fn random_histogram(rng: &mut SplitMix, i: usize) -> Hist {
+fn random_histogram(rng: &mut Rng, i: usize) -> Hist {
     let mut gaps: Vec<u64> = (0..rng.below(220)).map(|_| rng.below(1000)).collect();
     match rng.below(20) {
         0 => gaps.extend((0..rng.within(50, 300)).map(|_| rng.below(20_000))),
@@ -349,7 +322,7 @@ fn bpf_paper_rule_decides_as_the_rust_one() {
         return;
     };
     let mut hists = unit_test_histograms();
-    let mut rng = SplitMix(SEED);
+    let mut rng = Rng(SEED);
     hists.extend((0..RANDOM_HISTOGRAMS).map(|i| random_histogram(&mut rng, i)));
     let bpf = run_harness(&exe, &hists);
 
